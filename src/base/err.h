@@ -4,6 +4,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct dsf_err {
     char msg[1024];
 } dsf_err;
@@ -14,7 +18,7 @@ int dsf_fail(dsf_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 
 int dsf_fail_prefix(dsf_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dsf_err_clear(dsf_err *e);
 
-_Noreturn void dsf_assert_fail(const char *file, int line, const char *expr);
+__attribute__((noreturn)) void dsf_assert_fail(const char *file, int line, const char *expr);
 #define DSF_ASSERT(c) ((c) ? (void)0 : dsf_assert_fail(__FILE__, __LINE__, #c))
 
 // Checked allocation: aborts with file:line on exhaustion, since no caller can recover from a failed small malloc.
@@ -30,5 +34,9 @@ char *dsf_strdup_at(const char *s, const char *file, int line);
 // Overflow-checked size arithmetic: returns 0 and leaves *out untouched on overflow.
 int dsf_size_mul(size_t a, size_t b, size_t *out);
 int dsf_size_add(size_t a, size_t b, size_t *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,0 +1,18 @@
+#ifndef DSF_CUDA_CHECK_H
+#define DSF_CUDA_CHECK_H
+// For .cu files: every CUDA call goes through DSF_CUDA_TRY, which names the call and file:line in the dsf_err.
+#include <cuda_runtime.h>
+
+#include "base/err.h"
+
+#define DSF_CUDA_TRY(e, call)                                                                              \
+    do {                                                                                                   \
+        cudaError_t dsf_rc_ = (call);                                                                      \
+        if (dsf_rc_ != cudaSuccess)                                                                        \
+            return dsf_fail((e), "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(dsf_rc_)); \
+    } while (0)
+
+// After a launch: reports a launch-configuration error with the kernel's name.
+#define DSF_CUDA_LAUNCHED(e, kname) DSF_CUDA_TRY((e), cudaGetLastError())
+
+#endif
