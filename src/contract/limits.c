@@ -1,0 +1,82 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "contract/runner.h"
+
+// Per-target limits from the CUDA C Programming Guide's compute-capability tables (docs/kernel-contract.md).
+typedef struct target {
+    const char *name;
+    int max_threads;
+    int smem_default;
+    int smem_optin;
+    int max_regs;
+    int regfile;
+} target;
+
+static const target targets[] = {
+    {"sm_80", 1024, 48 * 1024, 163 * 1024, 255, 65536},  {"sm_86", 1024, 48 * 1024, 99 * 1024, 255, 65536},
+    {"sm_89", 1024, 48 * 1024, 99 * 1024, 255, 65536},  {"sm_90", 1024, 48 * 1024, 227 * 1024, 255, 65536},
+    {"sm_100", 1024, 48 * 1024, 227 * 1024, 255, 65536}, {"sm_120", 1024, 48 * 1024, 99 * 1024, 255, 65536},
+};
+
+size_t dsf_contract_target_count(void) { return sizeof targets / sizeof targets[0]; }
+
+static void add(char *detail, size_t n, const char *fmt, const char *a, const char *b, long v, long lim) {
+    size_t len = strlen(detail);
+    if (len + 2 >= n) return;
+    if (len) len += (size_t)snprintf(detail + len, n - len, "; ");
+    if (len < n) snprintf(detail + len, n - len, fmt, a, b, v, lim);
+}
+
+// Registers are allocated per warp in units of 256; a block fits only if all its warps' registers fit the file.
+static long block_regs(int regs, int threads) {
+    long warps = (threads + 31) / 32;
+    long per_warp = ((long)regs * 32 + 255) / 256 * 256;
+    return warps * per_warp;
+}
+
+int dsf_contract_limits(const dsf_impl *im, int have_gpu, char *detail, size_t n) {
+    int problems = 0;
+    for (int gi = 0; gi < im->n_geoms; gi++) {
+        const dsf_geom *g = &im->geoms[gi];
+        dsf_func_attrs fa = {0};
+        dsf_err e = {{0}};
+        int measured = have_gpu && im->attrs && im->attrs(g, &fa, &e) == 0;
+        if (have_gpu && im->attrs && !measured) {
+            add(detail, n, "%s %s: attributes unreadable (%ld, %ld)", im->name, g->name, 0, 0);
+            problems++;
+        }
+        if (g->threads <= 0) {
+            add(detail, n, "%s %s: declares %ld threads per block (limit %ld)", im->name, g->name, g->threads, 1);
+            problems++;
+        }
+        if (measured && fa.max_threads_per_block < g->threads) {
+            add(detail, n, "%s %s: %ld threads exceed the compiled function's %ld", im->name, g->name, g->threads,
+                fa.max_threads_per_block);
+            problems++;
+        }
+        for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+            const target *tg = &targets[t];
+            long smem = (long)g->dyn_smem + fa.static_smem;
+            if (g->threads > tg->max_threads) {
+                add(detail, n, "%s %s: threads %ld over the limit %ld", tg->name, g->name, g->threads, tg->max_threads);
+                problems++;
+            }
+            if (smem > tg->smem_optin) {
+                add(detail, n, "%s %s: shared memory %ld over the limit %ld", tg->name, g->name, smem, tg->smem_optin);
+                problems++;
+            }
+            if (measured && fa.regs_per_thread > tg->max_regs) {
+                add(detail, n, "%s %s: registers %ld over the limit %ld", tg->name, g->name, fa.regs_per_thread,
+                    tg->max_regs);
+                problems++;
+            }
+            if (measured && block_regs(fa.regs_per_thread, g->threads) > tg->regfile) {
+                add(detail, n, "%s %s: block needs %ld registers, file holds %ld", tg->name, g->name,
+                    block_regs(fa.regs_per_thread, g->threads), tg->regfile);
+                problems++;
+            }
+        }
+    }
+    return problems;
+}
