@@ -12,6 +12,13 @@ static void human(char *buf, size_t n, double bytes) {
     snprintf(buf, n, u ? "%.2f %s" : "%.0f %s", bytes, unit[u]);
 }
 
+static void count(char *buf, size_t n, uint64_t x) {
+    if (x >= 1000000000ull)
+        snprintf(buf, n, "%.3f B", 1e-9 * (double)x);
+    else
+        snprintf(buf, n, "%.3f M", 1e-6 * (double)x);
+}
+
 static void print_args(const dsf_args *a) {
     printf("architecture  %s (%s)\n", dsf_arch_name(a->arch),
            a->arch == DSF_ARCH_V4_1 ? "deepseek_v41" : "deepseek_v4");
@@ -61,8 +68,9 @@ static void print_memory(const dsf_args *a, const dsf_roles *r, const dsf_tensor
         printf("  %-8s    %zu tensors, %llu bytes (%s)\n", dsf_dtype_name((dsf_dtype)d), n,
                (unsigned long long)by_dtype[d], h);
     }
-    printf("parameters    %.3f B text path, %.3f B Engram tables, %.3f B vision\n", 1e-9 * (double)params[0],
-           1e-9 * (double)params[1], 1e-9 * (double)params[2]);
+    char p0[24], p1[24], p2[24];
+    count(p0, sizeof p0, params[0]), count(p1, sizeof p1, params[1]), count(p2, sizeof p2, params[2]);
+    printf("parameters    %s text path, %s Engram tables, %s vision\n", p0, p1, p2);
     double kv = 0, window = 0;
     for (int L = 0; L < r->n; L++) {
         const dsf_role *x = &r->r[L];

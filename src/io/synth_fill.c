@@ -60,8 +60,18 @@ static float value(const job *j, int64_t r, int64_t c) {
 }
 
 static void rows_values(const job *j, int64_t r0, int64_t nr, float *x) {
-    for (int64_t r = 0; r < nr; r++)
-        for (int64_t c = 0; c < j->cols; c++) x[r * j->cols + c] = value(j, r0 + r, c);
+    if (j->t->fill == DSF_FILL_HC_BASE) {
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t c = 0; c < j->cols; c++) x[r * j->cols + c] = value(j, r0 + r, c);
+        return;
+    }
+    // One splitmix64 call serves four consecutive elements, exactly as unit() would compute each of them.
+    uint64_t i = (uint64_t)(r0 * j->cols), end = i + (uint64_t)(nr * j->cols), h = 0;
+    for (float *o = x; i < end; i++, o++) {
+        if (o == x || (i & 3) == 0) h = mix64(j->key + (i >> 2) * GOLDEN);
+        uint32_t u = (uint32_t)(h >> ((i & 3) * 16)) & 0xFFFFu;
+        *o = j->offset + j->amp * (((float)u + 0.5f) * (1.0f / 32768.0f) - 1.0f);
+    }
 }
 
 // FP8 weight: each B x B block gets the power-of-two scale its amax asks for (the activation rule of spec §3.0).
