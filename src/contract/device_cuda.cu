@@ -57,7 +57,8 @@ int dsf_cuda_sync_(void *stream, dsf_err *e) {
 
 int dsf_cuda_stream_(void **stream, dsf_err *e) {
     cudaStream_t s;
-    DSF_CUDA_TRY(e, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    // A blocking stream: the runner's fills and copies on the legacy default stream are ordered with launches on it.
+    DSF_CUDA_TRY(e, cudaStreamCreateWithFlags(&s, cudaStreamDefault));
     *stream = (void *)s;
     return 0;
 }

@@ -189,8 +189,10 @@ static void check_ref(const ctx *x, case_state *cs, const bufs *a, dsf_impl_resu
         if (op->dir != DSF_OUT) continue;
         int64_t cnt = op_count(op, cs->c), worst = 0;
         double ss = 0, se = 0, mx = -1;
-        for (int64_t k = 0; k < cnt; k++) ss += cs->ref[j][k] * cs->ref[j][k];
-        double rms = sqrt(ss / (double)(cnt ? cnt : 1));
+        int64_t finite = 0;
+        for (int64_t k = 0; k < cnt; k++)
+            if (isfinite(cs->ref[j][k])) ss += cs->ref[j][k] * cs->ref[j][k], finite++;
+        double rms = sqrt(ss / (double)(finite ? finite : 1));
         if (rms == 0 || !isfinite(rms)) rms = 1;
         for (int64_t k = 0; k < cnt; k++) {
             double d = fabs(dsf_elem_decode(op->elem, a->p[i], k) - cs->ref[j][k]);
