@@ -11,6 +11,7 @@ static const struct {
     {"synth", dsf_cmd_synth, "write a structurally real synthetic checkpoint"},
     {"info", dsf_cmd_info, "describe a checkpoint directory"},
     {"contract", dsf_cmd_contract, "run the kernel contract"},
+    {"generate", dsf_cmd_generate, "generate tokens from a prompt on the CPU forward"},
 };
 
 static void usage(FILE *f) {
