@@ -263,12 +263,15 @@ def test_tiny_roles():
 def test_tiny_prefill_300():
     m = tiny_model()
     t0 = time.time()
-    hidden, y = v41_ref.run(m, prompt(300))
+    out = v41_ref.run(m, prompt(300))
+    hidden, y = out["hidden"], out["y"]
     logits = m.logits(y[-4:])
     print(f"     300-token prefill {time.time() - t0:.2f} s; last argmax {int(np.argmax(logits[-1]))}")
     assert hidden.shape == (10, 300, 4, 64) and np.isfinite(hidden).all() and np.isfinite(logits).all()
     assert 0.1 < logits.std() < 100 and np.abs(hidden[-1]).max() < 1e3
-    TINY["prefill"] = (hidden, y)
+    TINY["prefill"] = out
+    # The tiny config has 2 candidate blocks of 4 = top-k 8: masked layers 7 and 9 must pick some non-candidates.
+    assert (out["topk"][7] >= 0).sum(axis=1).max() == 8 and (out["experts"] >= 0).all()
 
 
 def test_tiny_decode_equals_prefill():
@@ -276,26 +279,28 @@ def test_tiny_decode_equals_prefill():
     ids = prompt(300)
     if "prefill" not in TINY:
         TINY["prefill"] = v41_ref.run(m, ids)
-    h1, y1 = TINY["prefill"]
+    a = TINY["prefill"]
     t0 = time.time()
-    h2, y2 = v41_ref.run(m, ids, decode_from=120)
+    b = v41_ref.run(m, ids, decode_from=120)
+    h1, y1, h2, y2 = a["hidden"], a["y"], b["hidden"], b["y"]
     print(f"     prefill 120 + 180 decode steps {time.time() - t0:.2f} s")
     rel = np.abs(h2 - h1).max() / np.abs(h1).max()
     print(f"     max |decode - prefill| / max |prefill| over all layers: {rel:.2e}")
     assert rel < 1e-12 and close(m.logits(y2[-3:]), m.logits(y1[-3:]), 1e-11)
+    assert (a["topk"] == b["topk"]).all() and (a["experts"] == b["experts"]).all()
 
 
 def test_tiny_chunking_and_token_by_token():
     m = tiny_model()
     ids = prompt(64, seed=3)
-    h1, y1 = v41_ref.run(m, ids)
-    h2, y2 = v41_ref.run(m, ids, decode_from=0)
+    h1 = v41_ref.run(m, ids)["hidden"]
+    h2 = v41_ref.run(m, ids, decode_from=0)["hidden"]
     st = m.new_state()
     parts, a = [], 0
     for n in (5, 1, 17, 2, 39):
         parts.append(m.forward(ids[a:a + n], st))
         a += n
-    h3 = np.concatenate([p[0] for p in parts], axis=1)
+    h3 = np.concatenate([p["hidden"] for p in parts], axis=1)
     scale = np.abs(h1).max()
     assert np.abs(h2 - h1).max() < 1e-12 * scale and np.abs(h3 - h1).max() < 1e-12 * scale
 

@@ -28,8 +28,7 @@ static void test_reference_self_checks(void) {
 
 int main(void) {
     find_root();
-    if (system("python3 -c 'import numpy' >/dev/null 2>&1") != 0)
-        TEST_SKIP_ALL("python3 with NumPy is not available");
+    if (system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) TEST_SKIP_ALL("python3 with NumPy is not available");
     TEST_RUN(test_reference_self_checks);
     TEST_END();
 }

@@ -6,6 +6,9 @@ from ref_io import linear, rms_norm, topk_desc
 from ref_rope import apply_rope
 
 
+KV_FP8_BLOCK = 32
+
+
 class AttnState:
     # Caches by absolute position for one sequence; per-call top-k lists and candidate masks live in `call`.
     def __init__(self):
@@ -107,7 +110,7 @@ def attention(x, pos, wts, pre, role, st, cfg, freqs):
     qr = rms_norm(linear(x, wts, pre + ".wq_a"), wts.w(pre + ".q_norm.weight"), cfg.eps)
     q = apply_rope(linear(qr, wts, pre + ".wq_b").reshape(T, H, hd), pos, freqs)
     kv = rms_norm(linear(x, wts, pre + ".wkv"), wts.w(pre + ".kv_norm.weight"), cfg.eps)
-    kv = rq.act_quant(apply_rope(kv, pos, freqs), cfg.blk)
+    kv = rq.act_quant(apply_rope(kv, pos, freqs), KV_FP8_BLOCK)
     L = role.layer
     held = st.win.get(L, np.zeros((0, hd))).shape[0]
     if held != pos[0]:

@@ -39,9 +39,11 @@ def expert(x, wts, prefix, cfg, weight=None):
     return linear(t, wts, prefix + ".w2")
 
 
-def moe(x, wts, prefix, cfg):
+def moe(x, wts, prefix, cfg, trace=None):
     # x [T, D] -> [T, D]: routed experts summed in ascending expert id, then the shared expert (clamped too).
     idx, w = route(x, wts, prefix, cfg)
+    if trace is not None:
+        trace["experts"] = idx
     y = np.zeros_like(x)
     for e in np.unique(idx):
         rows, slot = np.nonzero(idx == e)

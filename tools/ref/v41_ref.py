@@ -30,7 +30,7 @@ class Model:
     def new_state(self):
         return State()
 
-    def block(self, L, h, pre_mix, pos, st):
+    def block(self, L, h, pre_mix, pos, st, trace):
         # The lagged schedule (spec §3.2.2): attention collapses with the previous FFN's pre, the FFN with a_pre.
         cfg, wts, p = self.cfg, self.wts, f"layers.{L}"
         res = h
@@ -41,11 +41,11 @@ class Model:
         res = h
         f_pre, f_post, f_comb = split(h, wts, p + ".hc_ffn", cfg)
         x = rms_norm(hc_pre(h, a_pre), wts.w(p + ".ffn_norm.weight"), cfg.eps)
-        h = hc_post(moe(x, wts, p + ".ffn", cfg), res, f_post, f_comb)
+        h = hc_post(moe(x, wts, p + ".ffn", cfg, trace), res, f_post, f_comb)
         return h, f_pre
 
-    def forward(self, ids, st, keep_hidden=True):
-        # Runs ids at positions st.pos .. st.pos+T-1 (any chunking); returns (hidden [L, T, hc, D] or None, y [T, D]).
+    def forward(self, ids, st):
+        # Runs ids at positions st.pos .. st.pos+T-1 (any chunking); returns this call's part of run()'s dict.
         cfg = self.cfg
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         if ids.size == 0 or (ids < 0).any() or (ids >= cfg.vocab).any():
@@ -53,24 +53,29 @@ class Model:
         T = ids.size
         pos = np.arange(st.pos, st.pos + T, dtype=np.int64)
         st.hist = np.concatenate([st.hist, self.token_map[ids]])
-        st.ids = np.concatenate([st.ids, ids])
         st.attn.call = {}
         e = self.wts.rows_f64("embed.weight", ids)
         h = np.repeat(e[:, None, :], cfg.hc, axis=1)
         pre_mix = np.zeros((T, cfg.hc))
         pre_mix[:, 0] = 1.0
-        hidden = np.empty((cfg.n_layers, T, cfg.hc, cfg.dim)) if keep_hidden else None
+        hidden = np.empty((cfg.n_layers, T, cfg.hc, cfg.dim))
+        topk = np.full((cfg.n_layers, T, cfg.index_topk), -1, dtype=np.int64)
+        experts = np.empty((cfg.n_layers, T, cfg.top_k), dtype=np.int64)
         for L in range(cfg.n_layers):
             if L in self.engram:
                 rows = ref_engram.hash_rows(st.hist, pos, self.engram[L], cfg.engram_max_ngram, cfg.engram_heads,
                                             self.pad)
                 h = ref_engram.engram_forward(h, rows, self.wts, f"layers.{L}.engram", cfg)
-            h, pre_mix = self.block(L, h, pre_mix, pos, st)
-            if keep_hidden:
-                hidden[L] = h
+            trace = {}
+            h, pre_mix = self.block(L, h, pre_mix, pos, st, trace)
+            hidden[L] = h
+            experts[L] = trace["experts"]
+            if cfg.roles[L].ratio > 0:
+                for t, sel in enumerate(st.attn.call[("topk", cfg.roles[L].topk_from)]):
+                    topk[L, t, :sel.size] = sel
         st.pos += T
         y = rms_norm(hc_pre(h, pre_mix), self.wts.w("norm.weight"), cfg.eps)
-        return hidden, y
+        return {"ids": ids, "hidden": hidden, "y": y, "topk": topk, "experts": experts}
 
     def logits(self, y, chunk=16384):
         # y [T, D] -> [T, V], the BF16 head converted a slice at a time.
@@ -83,30 +88,30 @@ class Model:
 
 
 class State:
-    # One sequence: the position count, its ids, the Engram hash history and the attention caches.
+    # One sequence: the position count, the Engram hash history and the attention caches.
     def __init__(self):
         self.pos = 0
-        self.ids = np.zeros(0, dtype=np.int64)
         self.hist = np.zeros(0, dtype=np.int64)
         self.attn = AttnState()
 
 
 def run(model, ids, decode_from=None):
-    # Prefill all ids at once, or prefill ids[:decode_from] and feed the rest one token per call.
+    # Prefill all ids at once, or ids[:decode_from] then one token per call; the dict's keys: docs/reference.md.
     st = model.new_state()
+    ids = np.asarray(ids, dtype=np.int64)
     if decode_from is None:
         return model.forward(ids, st)
     parts = [model.forward(ids[:decode_from], st)] if decode_from > 0 else []
     parts += [model.forward(ids[i:i + 1], st) for i in range(decode_from, len(ids))]
-    return np.concatenate([p[0] for p in parts], axis=1), np.concatenate([p[1] for p in parts], axis=0)
+    return {k: np.concatenate([p[k] for p in parts], axis=0 if k in ("ids", "y") else 1) for k in parts[0]}
 
 
 def reference(model_dir, ids, decode_from=None, token_map=None, engram_mult=None):
-    # The function API: {"ids": [T], "hidden": [L, T, hc, D], "logits": [T, V]}, all float64 but the ids.
+    # The function API: run()'s dict plus logits [T, V].
     model = Model(model_dir, token_map, engram_mult)
-    ids = np.asarray(ids, dtype=np.int64)
-    hidden, y = run(model, ids, decode_from)
-    return {"ids": ids, "hidden": hidden, "logits": model.logits(y)}
+    out = run(model, ids, decode_from)
+    out["logits"] = model.logits(out["y"])
+    return out
 
 
 def parse_mult(specs):
@@ -125,7 +130,7 @@ def main(argv=None):
     ap.add_argument("--engram-mult", action="append", metavar="L:M0,M1,M2,M3",
                     help="use these hash multipliers for Engram layer L instead of the spec's rule (repeatable)")
     ap.add_argument("--decode-from", type=int, help="prefill this many ids, then feed the rest one at a time")
-    ap.add_argument("--dump", help="write ids, hidden [L, T, hc, D] and logits [T, V] (float64) to this .npz")
+    ap.add_argument("--dump", help="write ids, hidden [L, T, hc, D], logits [T, V], topk and experts to this .npz")
     a = ap.parse_args(argv)
     try:
         ids = np.array([int(s) for s in a.ids.split(",") if s.strip()], dtype=np.int64)
@@ -134,8 +139,8 @@ def main(argv=None):
     model = Model(a.model, a.token_map, parse_mult(a.engram_mult))
     if model.identity_map and model.engram:
         print("note: Engram uses the identity token map (map[i] = i); pass --token-map for a real tokenizer's map")
-    hidden, y = run(model, ids, a.decode_from)
-    logits = model.logits(y)
+    out = run(model, ids, a.decode_from)
+    logits = model.logits(out["y"])
     last = logits[-1]
     top = np.argsort(-last, kind="stable")[:5]
     print(f"tokens {len(ids)}  argmax {int(top[0])}")
@@ -143,7 +148,7 @@ def main(argv=None):
     print(f"last logits: mean {last.mean():.6f} std {last.std():.6f} min {last.min():.6f} max {last.max():.6f}")
     print(f"finite {bool(np.isfinite(logits).all())}")
     if a.dump:
-        np.savez(a.dump, ids=ids, hidden=hidden, logits=logits)
+        np.savez(a.dump, ids=ids, hidden=out["hidden"], logits=logits, topk=out["topk"], experts=out["experts"])
         print(f"wrote {a.dump}")
     return 0
 
