@@ -8,7 +8,7 @@
 #include "tok/tok.h"
 
 // Opens the tokenizer from $DSF_TOKENIZER or the default path; NULL when the file does not exist (the test skips).
-static dsf_tok *tok_test_open(void) {
+static inline dsf_tok *tok_test_open(void) {
     const char *path = dsf_tok_path(NULL);
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -23,7 +23,7 @@ static dsf_tok *tok_test_open(void) {
 }
 
 // Hex digits (spaces allowed between them) to bytes; returns -1 on a bad digit.
-static int tok_test_unhex(const char *s, const char *end, dsf_tok_buf *out) {
+static inline int tok_test_unhex(const char *s, const char *end, dsf_tok_buf *out) {
     int hi = -1;
     for (; s < end; s++) {
         if (*s == ' ') continue;
@@ -42,7 +42,7 @@ static int tok_test_unhex(const char *s, const char *end, dsf_tok_buf *out) {
 }
 
 // "1,2,3" to ids; an empty string is an empty list.
-static void tok_test_ids(const char *s, dsf_tok_ids *out) {
+static inline void tok_test_ids(const char *s, dsf_tok_ids *out) {
     while (*s && *s != '\n') {
         char *end;
         dsf_tok_ids_push(out, (int32_t)strtol(s, &end, 10));
@@ -50,7 +50,7 @@ static void tok_test_ids(const char *s, dsf_tok_ids *out) {
     }
 }
 
-static int tok_test_ids_equal(const dsf_tok_ids *a, const dsf_tok_ids *b) {
+static inline int tok_test_ids_equal(const dsf_tok_ids *a, const dsf_tok_ids *b) {
     return a->n == b->n && (!a->n || !memcmp(a->v, b->v, a->n * sizeof *a->v));
 }
 

@@ -28,6 +28,7 @@ typedef struct tok_cache_slot {
 } tok_cache_slot;
 
 struct dsf_tok {
+    char *path;
     int32_t size;
     char sha[65];
     char *bytes_blob, *str_blob;

@@ -341,6 +341,7 @@ int dsf_tok_open(dsf_tok **out, const char *path, dsf_err *e) {
         return dsf_fail(e, "%s: read error", path);
     }
     dsf_tok *t = dsf_calloc(1, sizeof *t);
+    t->path = dsf_strdup(path);
     uint8_t digest[32];
     dsf_sha256(text.p, text.n, digest);
     dsf_sha256_hex(digest, t->sha);
@@ -371,6 +372,7 @@ void dsf_tok_close(dsf_tok *t) {
     free(t->mkey);
     free(t->mval);
     free(t->shash);
+    free(t->path);
     free(t);
 }
 
