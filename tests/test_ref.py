@@ -194,6 +194,30 @@ def test_hash_real_multipliers():
     assert rows.min() >= 0 and rows.max() < 384006168
 
 
+def test_engram_gate():
+    class St:
+        def raw(self, name):
+            return {"e.embed.weight": np.full((3, 32), 0x38, dtype=np.uint8),
+                    "e.embed.scale": np.full((3, 1), 127, dtype=np.uint8)}[name]
+
+    class W:
+        st = St()
+        cfg = types.SimpleNamespace(blk=32)
+
+        def get(self, name):
+            # KV = E @ wkv^T with E all ones: key stream 0 = (1, 0), key stream 1 = (1, 1), value = (2, -4).
+            return np.array([1, 0, 1, 1, 2, -4], dtype=np.float64)[:, None] * np.full((6, 32), 1 / 32), "BF16"
+
+        def w(self, name):
+            return np.ones((2, 2))
+    cfg = types.SimpleNamespace(hc=2, dim=2, eps=1e-20)
+    h = np.array([[[0.0, 5.0], [-1.0, -1.0]]])
+    out = ref_engram.engram_forward(h, np.array([[1]]), W(), "e", cfg)
+    # Stream 0: dot = +0, so copysign gives sigmoid(+0.001); stream 1: dot = -2/sqrt(2), gate sigmoid(-2^0.25).
+    g0, g1 = ref_mhc.sigmoid(1e-3), ref_mhc.sigmoid(-(2 ** 0.25))
+    assert close(out[0], [[2 * g0, 5 - 4 * g0], [-1 + 2 * g1, -1 - 4 * g1]], 1e-14)
+
+
 def test_candidates_and_sparse_attn():
     cfg = types.SimpleNamespace(cand_block_size=4, cand_blocks=2)
     sc = np.array([0, 5, 1, 2, 3, 0, 0, 0, 9, 1], dtype=np.float64)
@@ -303,6 +327,26 @@ def test_tiny_chunking_and_token_by_token():
     h3 = np.concatenate([p["hidden"] for p in parts], axis=1)
     scale = np.abs(h1).max()
     assert np.abs(h2 - h1).max() < 1e-12 * scale and np.abs(h3 - h1).max() < 1e-12 * scale
+
+
+def test_tiny_finding1_where_it_applies():
+    m = tiny_model()
+    ids = prompt(44, seed=5)
+    ours = v41_ref.run(m, ids, decode_from=0)["topk"]
+    st, tops = m.new_state(), []
+    # The official quirk: at even decode positions the ratio-2 owners read the ratio-1 source's last published keys.
+    try:
+        for i in range(len(ids)):
+            for L in (2, 4):
+                m.cfg.roles[L].keys_from = 5 if i > 0 and i % 2 == 0 else L
+            tops.append(m.forward(ids[i:i + 1], st)["topk"])
+    finally:
+        for L in (2, 4):
+            m.cfg.roles[L].keys_from = L
+    quirk = np.concatenate(tops, axis=1)
+    differ = np.nonzero((quirk[2:5] != ours[2:5]).any(axis=(0, 2)))[0]
+    print(f"     the official index_k quirk changes ratio-2 top-k first at position {differ[0]} (tiny: top-k 8)")
+    assert differ.size and differ[0] >= 2 * m.cfg.index_topk + 2 and differ[0] % 2 == 0
 
 
 def test_cli_dump():
