@@ -5,4 +5,5 @@ int dsf_cmd_synth(int argc, char **argv);
 int dsf_cmd_info(int argc, char **argv);
 int dsf_cmd_contract(int argc, char **argv);
 int dsf_cmd_generate(int argc, char **argv);
+int dsf_cmd_tokenize(int argc, char **argv);
 #endif

@@ -12,6 +12,7 @@ static const struct {
     {"info", dsf_cmd_info, "describe a checkpoint directory"},
     {"contract", dsf_cmd_contract, "run the kernel contract"},
     {"generate", dsf_cmd_generate, "generate tokens from a prompt on the CPU forward"},
+    {"tokenize", dsf_cmd_tokenize, "text to token ids and back with tokenizer.json"},
 };
 
 static void usage(FILE *f) {

@@ -12,7 +12,7 @@ void dsf_tok_engram_key(const dsf_tok *t, int32_t id, dsf_tok_buf *key);
 // Builds map[0..size-1] (caller frees); *n_keys gets the number of distinct keys. No cache involved.
 int dsf_tok_engram_build(const dsf_tok *t, int32_t **map, int32_t *n_keys, dsf_err *e);
 
-// The map from a checked cache (NULL: engram_map.bin beside tokenizer.json), else built and cached; see docs/tokenizer.md.
+// The map from a checked cache (NULL: engram_map.bin beside tokenizer.json), else built and cached (docs/tokenizer.md).
 int dsf_tok_engram_map(const dsf_tok *t, const char *cache_path, int32_t expect_keys, int32_t **map, int32_t *n_keys,
                        dsf_err *e);
 
