@@ -1,0 +1,152 @@
+// engram_embed_quant and engram_gate on CUDA: a warp per unit (a 32-block; a token's stream), fixed-order sums.
+#include "kern/cuda_check.h"
+#include "kern/engram/engram_internal.h"
+
+// One lane per element of a 32-block: the block's amax is a warp max (exact in any order), then act_quant.
+template <int F>
+__global__ void __launch_bounds__(1024) eng_embed_quant(const uint8_t *__restrict__ codes,
+                                                         const uint8_t *__restrict__ scales, uint8_t *__restrict__ xq,
+                                                         uint8_t *__restrict__ xs, int64_t T, int64_t n) {
+    int lane = threadIdx.x & 31;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5), blocks = T * (n / 32);
+    for (int64_t b = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); b < blocks; b += warps) {
+        float v = dsf_bf16_round(dsf_e4m3_to_f32(codes[32 * b + lane]) * dsf_e8m0_to_f32(scales[b]));
+        float a = fabsf(v);
+        for (int off = 16; off >= 1; off /= 2) a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, off));
+        float s = dsf_act_scale_pow2(a);
+        if (!(F == DSF_ENG_SKIP && b == blocks - 1 && lane == 31)) xq[32 * b + lane] = dsf_act_quant_code(v, s);
+        if (lane == 0) xs[b] = (uint8_t)(dsf_e8m0_from_pow2_f32(s) + (F == DSF_ENG_WRONG ? 1 : 0));
+    }
+}
+
+// Sum over the warp in the butterfly order of dsf_eng_tree; a control climbs the offsets the other way.
+__device__ __forceinline__ float eng_warp_sum(float v, int up) {
+    if (up)
+        for (int off = 1; off <= 16; off *= 2) v = __fadd_rn(v, __shfl_xor_sync(0xFFFFFFFFu, v, off));
+    else
+        for (int off = 16; off >= 1; off /= 2) v = __fadd_rn(v, __shfl_xor_sync(0xFFFFFFFFu, v, off));
+    return v;
+}
+
+template <int F>
+__global__ void __launch_bounds__(1024) eng_gate(const uint16_t *h, const uint16_t *__restrict__ kv,
+                                                  const uint16_t *__restrict__ qw, const uint16_t *__restrict__ kw,
+                                                  const int32_t *__restrict__ img, uint16_t *out, int64_t T, int hc,
+                                                  int64_t D, float eps, float scale_d) {
+    int lane = threadIdx.x & 31;
+    int up = (F == DSF_ENG_GEOM && blockDim.x >= 128) || (F == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t u = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); u < T * hc; u += warps) {
+        int64_t t = u / hc;
+        int k = (int)(u % hc);
+        const uint16_t *hr = h + u * D, *key = kv + (t * (hc + 1) + k) * D, *val = kv + (t * (hc + 1) + hc) * D;
+        float s_hh = 0.0f, s_kk = 0.0f, s_d = 0.0f;
+        for (int64_t c = lane; c < D; c += 32) {
+            float hv = dsf_bf16_to_f32(hr[c]), kk = dsf_bf16_to_f32(key[c]);
+            float wt = __fmul_rn(dsf_bf16_to_f32(qw[k * D + c]), dsf_bf16_to_f32(kw[k * D + c]));
+            s_hh = __fadd_rn(s_hh, __fmul_rn(hv, hv));
+            s_kk = __fadd_rn(s_kk, __fmul_rn(kk, kk));
+            s_d = __fadd_rn(s_d, __fmul_rn(__fmul_rn(hv, wt), kk));
+        }
+        s_hh = eng_warp_sum(s_hh, up);
+        s_kk = eng_warp_sum(s_kk, up);
+        s_d = eng_warp_sum(s_d, up);
+        float gate = dsf_eng_gate_value(s_hh, s_kk, s_d, (float)D, scale_d, eps);
+        if (img[t] && F != DSF_ENG_WRONG) gate = 0.0f;
+        __syncwarp();
+        int64_t end = D - (F == DSF_ENG_SKIP && u == T * hc - 1);
+        for (int64_t c = lane; c < end; c += 32)
+            out[u * D + c] = dsf_bf16_from_f32(__fadd_rn(dsf_bf16_to_f32(hr[c]), __fmul_rn(gate, dsf_bf16_to_f32(val[c]))));
+    }
+}
+
+#define ENG_VARIANTS(k)                                                                                               \
+    {(const void *)k<DSF_ENG_REAL>, (const void *)k<DSF_ENG_SKIP>, (const void *)k<DSF_ENG_GEOM>,                      \
+     (const void *)k<DSF_ENG_WRONG>, (const void *)k<DSF_ENG_BATCH>}
+
+static const void *const embed_fns[5] = ENG_VARIANTS(eng_embed_quant);
+static const void *const gate_fns[5] = ENG_VARIANTS(eng_gate);
+
+// Geometry: threads per block (a multiple of 32), p[0] = blocks per multiprocessor-sized wave (grid = p[0] * 132 max).
+static int geom_check(const dsf_geom *g, int fault, const char *k, dsf_err *e) {
+    if (fault < 0 || fault > DSF_ENG_BATCH) return dsf_fail(e, "%s: no variant %d", k, fault);
+    if (g->threads < 32 || g->threads > 1024 || g->threads % 32 || g->p[0] < 1 || g->dyn_smem < 0)
+        return dsf_fail(e, "%s geometry %s: %d threads, grid cap %d", k, g->name, g->threads, g->p[0]);
+    return 0;
+}
+
+static int launch(const void *fn, int64_t units, const dsf_geom *g, void *stream, void **args, const char *k,
+                  dsf_err *e) {
+    int64_t per = g->threads / 32, blocks = (units + per - 1) / per;
+    if (blocks > (int64_t)g->p[0] * 132) blocks = (int64_t)g->p[0] * 132;
+    if (blocks <= 0) return 0;
+    if (g->dyn_smem > 48 * 1024)
+        DSF_CUDA_TRY(e, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, g->dyn_smem));
+    DSF_CUDA_TRY(e, cudaLaunchKernel(fn, dim3((unsigned)blocks), dim3((unsigned)g->threads), args, (size_t)g->dyn_smem,
+                                     (cudaStream_t)stream));
+    DSF_CUDA_LAUNCHED(e, k);
+    return 0;
+}
+
+extern "C" int dsf_engram_embed_quant_cuda_v(void *stream, const dsf_geom *g, const uint8_t *codes,
+                                             const uint8_t *scales, uint8_t *xq, uint8_t *xs, int64_t T, int64_t n,
+                                             int fault, dsf_err *e) {
+    if (geom_check(g, fault, "engram_embed_quant", e)) return -1;
+    if (T < 0 || n <= 0 || n % 32)
+        return dsf_fail(e, "engram_embed_quant: shape [%lld, %lld]: n must be a positive multiple of 32",
+                        (long long)T, (long long)n);
+    void *args[] = {&codes, &scales, &xq, &xs, &T, &n};
+    return launch(embed_fns[fault], T * (n / 32), g, stream, args, "engram_embed_quant", e);
+}
+
+extern "C" int dsf_engram_embed_quant_cuda(void *stream, const dsf_geom *g, const uint8_t *codes,
+                                           const uint8_t *scales, uint8_t *xq, uint8_t *xs, int64_t T, int64_t n,
+                                           dsf_err *e) {
+    return dsf_engram_embed_quant_cuda_v(stream, g, codes, scales, xq, xs, T, n, DSF_ENG_REAL, e);
+}
+
+extern "C" int dsf_engram_gate_cuda_v(void *stream, const dsf_geom *g, const uint16_t *h, const uint16_t *kv,
+                                      const uint16_t *qw, const uint16_t *kw, const int32_t *img, uint16_t *out,
+                                      int64_t T, int hc, int64_t D, float eps, int fault, dsf_err *e) {
+    if (geom_check(g, fault, "engram_gate", e)) return -1;
+    if (T < 0 || hc < 1 || D <= 0 || D % DSF_ENG_PARTS)
+        return dsf_fail(e, "engram_gate: T %lld, hc %d, D %lld: D must be a positive multiple of %d", (long long)T, hc,
+                        (long long)D, DSF_ENG_PARTS);
+    if ((uintptr_t)h % 2 || (uintptr_t)out % 2 || (uintptr_t)kv % 2)
+        return dsf_fail(e, "engram_gate: bf16 operands are misaligned");
+    float scale_d = (float)(1.0 / sqrt((double)D));
+    void *args[] = {&h, &kv, &qw, &kw, &img, &out, &T, &hc, &D, &eps, &scale_d};
+    return launch(gate_fns[fault], T * hc, g, stream, args, "engram_gate", e);
+}
+
+extern "C" int dsf_engram_gate_cuda(void *stream, const dsf_geom *g, const uint16_t *h, const uint16_t *kv,
+                                    const uint16_t *qw, const uint16_t *kw, const int32_t *img, uint16_t *out,
+                                    int64_t T, int hc, int64_t D, float eps, dsf_err *e) {
+    return dsf_engram_gate_cuda_v(stream, g, h, kv, qw, kw, img, out, T, hc, D, eps, DSF_ENG_REAL, e);
+}
+
+extern "C" int dsf_engram_wkv_cuda_fn_attrs(const dsf_geom *g, dsf_func_attrs *out, dsf_err *e);
+
+extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e) {
+    if (kernel == 1) return dsf_engram_wkv_cuda_fn_attrs(g, out, e);
+    if (fault < 0 || fault > DSF_ENG_BATCH) return dsf_fail(e, "engram: no variant %d", fault);
+    cudaFuncAttributes a;
+    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, kernel == 0 ? embed_fns[fault] : gate_fns[fault]));
+    out->regs_per_thread = a.numRegs;
+    out->static_smem = (int)a.sharedSizeBytes;
+    out->max_threads_per_block = a.maxThreadsPerBlock;
+    out->local_bytes = (int)a.localSizeBytes;
+    return 0;
+}
+
+// The engine's geometries: embed_quant, wkv (direct, 1 m-tile), wkv (tiled, prefill), gate.
+static const dsf_geom engine_geoms[] = {
+    {"t256_w64", 256, 0, {64, 0, 0, 0}},
+    {"direct_t128_m1_n2", 128, 0, {0, 1, 2, 0}},
+    {"tiled_t256", 256, 0, {1, 0, 0, 0}},
+    {"t256_w64", 256, 0, {64, 0, 0, 0}},
+};
+
+extern "C" const dsf_geom *dsf_engram_cuda_geom(int which) {
+    return which >= 0 && which < 4 ? &engine_geoms[which] : NULL;
+}

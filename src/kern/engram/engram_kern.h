@@ -1,0 +1,45 @@
+#ifndef DSF_ENGRAM_KERN_H
+#define DSF_ENGRAM_KERN_H
+// Engram kernels (spec §3.2.6); T tokens, n = K = C*hd (6144), N = (hc+1)*D (25600), D model dim, hc streams.
+#include <stdint.h>
+
+#include "base/err.h"
+#include "base/pool.h"
+#include "contract/contract.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// embed_quant: rows e4m3 [T, n] + e8m0 [T, n/32] -> act_quant_32(bf16(q*2^(s-127))): xq, xs; CPU p[0] tokens/chunk.
+int dsf_engram_embed_quant_cpu(dsf_pool *pool, const dsf_geom *g, const uint8_t *codes, const uint8_t *scales,
+                               uint8_t *xq, uint8_t *xs, int64_t T, int64_t n, dsf_err *e);
+// wkv: y bf16 [T, N] = sum in K order of fp32(blocksum) * 2^(xs-127) * 2^(ws-127); w [N, K], ws [N/32, K/32].
+int dsf_engram_wkv_cpu(dsf_pool *pool, const dsf_geom *g, const uint8_t *xq, const uint8_t *xs, const uint8_t *w,
+                       const uint8_t *ws, uint16_t *y, int64_t T, int64_t N, int64_t K, dsf_err *e);
+// gate: out = bf16(h + gate_k * value), h/out [T, hc, D] (out may be h), kv [T, (hc+1)*D], img [T] (docs/engram.md).
+int dsf_engram_gate_cpu(dsf_pool *pool, const dsf_geom *g, const uint16_t *h, const uint16_t *kv, const uint16_t *qw,
+                        const uint16_t *kw, const int32_t *img, uint16_t *out, int64_t T, int hc, int64_t D,
+                        float eps, dsf_err *e);
+
+// CUDA launchers (DSF_HAVE_CUDA): device pointers, stream = cudaStream_t; geometries as in docs/engram.md.
+int dsf_engram_embed_quant_cuda(void *stream, const dsf_geom *g, const uint8_t *codes, const uint8_t *scales,
+                                uint8_t *xq, uint8_t *xs, int64_t T, int64_t n, dsf_err *e);
+int dsf_engram_wkv_cuda(void *stream, const dsf_geom *g, const uint8_t *xq, const uint8_t *xs, const uint8_t *w,
+                        const uint8_t *ws, uint16_t *y, int64_t T, int64_t N, int64_t K, dsf_err *e);
+int dsf_engram_gate_cuda(void *stream, const dsf_geom *g, const uint16_t *h, const uint16_t *kv, const uint16_t *qw,
+                         const uint16_t *kw, const int32_t *img, uint16_t *out, int64_t T, int hc, int64_t D,
+                         float eps, dsf_err *e);
+// One Engram layer on the CPU from gathered rows [T, n]: embed_quant, wkv, gate into h [T, hc, D] in place.
+int dsf_engram_layer_cpu(dsf_pool *pool, const uint8_t *codes, const uint8_t *scales, int64_t T, int64_t n,
+                         const uint8_t *w, const uint8_t *ws, const uint16_t *qw, const uint16_t *kw, const int32_t *img,
+                         uint16_t *h, int hc, int64_t D, float eps, dsf_err *e);
+
+// The geometries the engine uses: the first of each record's list (decode and prefill GEMM kernels agree bit for bit).
+const dsf_geom *dsf_engram_cuda_geom(int which);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,200 @@
+// Engram host side: hash ids worked by hand, chunking and rollback, map and table errors, the real table sizes.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/formats.h"
+#include "io/bind.h"
+#include "kern/engram/engram.h"
+#include "kern/engram/engram_kern.h"
+#include "test.h"
+
+static dsf_args real_args(void) {
+    dsf_args a;
+    memset(&a, 0, sizeof a);
+    a.n_engram_layers = 2, a.engram_layers[0] = 1, a.engram_layers[1] = 14;
+    a.engram_num_embeddings[0] = 384006168, a.engram_num_embeddings[1] = 384016682;
+    a.engram_max_ngram_size = 4, a.engram_n_heads = 8, a.engram_vocab_size = 16000000, a.engram_pad_id = 2;
+    a.engram_compressed_vocab_size = 99092;
+    return a;
+}
+
+// Token i maps to i - 1 from token 2 on (so pad = map[2] = 1, not 2), capped to 99092 distinct ids.
+static void test_map(dsf_engram_map *m) {
+    int32_t *ids = malloc(sizeof(int32_t) * 129280);
+    for (int i = 0; i < 129280; i++) ids[i] = i < 2 ? i : (i - 1 < 99091 ? i - 1 : 99091);
+    dsf_err e;
+    DSF_ASSERT(dsf_engram_map_from_ids(ids, 129280, 99092, m, &e) == 0);
+    free(ids);
+}
+
+static void test_real_table_sizes(void) {
+    dsf_args a = real_args();
+    dsf_engram_map m;
+    test_map(&m);
+    dsf_engram_hash h;
+    dsf_err e;
+    TEST_ASSERT(dsf_engram_hash_init(&a, &m, &h, &e) == 0);
+    TEST_ASSERT(h.rows[0] == 384006168 && h.rows[1] == 384016682);
+    TEST_ASSERT(h.offsets[0][8] == 128000880 && h.offsets[0][16] == 256002934);
+    TEST_ASSERT(h.offsets[1][8] == 128004290 && h.offsets[1][16] == 256009984);
+    TEST_ASSERT(h.primes[0][0] == 16000057 && h.primes[1][0] == 16000477 && h.pad == 1 && !h.stand_in);
+    a.engram_num_embeddings[1] = 384016681;
+    TEST_ASSERT(dsf_engram_hash_init(&a, &m, &h, &e) != 0 && strstr(e.msg, "384016682"));
+    dsf_engram_map_free(&m);
+}
+
+// Expected ids computed by hand (Python ints) from spec §3.2.6: columns 0, 8 and 23 of layer 1.
+static void test_hash_by_hand(void) {
+    static const int64_t want[6][3] = {{7812728, 138212529, 370148103},  {22259, 136486238, 371428782},
+                                       {2149863, 136701180, 369050879},  {8847396, 142896013, 373913988},
+                                       {12075939, 134903071, 383771711}, {11754974, 143641730, 376617561}};
+    dsf_args a = real_args();
+    dsf_engram_map m;
+    test_map(&m);
+    dsf_engram_hash h;
+    dsf_err e;
+    TEST_ASSERT(dsf_engram_hash_init(&a, &m, &h, &e) == 0);
+    dsf_engram_hist s;
+    dsf_engram_hist_init(&s, 0);
+    int32_t tok[6] = {5, 6, 129264, 7, 8, 9};
+    uint8_t img[6] = {0, 0, 1, 0, 0, 0};
+    int64_t rows[6 * 2 * 24];
+    TEST_ASSERT(dsf_engram_hist_step(&h, &m, &s, 0, 6, tok, img, rows, &e) == 0);
+    for (int t = 0; t < 6; t++) {
+        const int64_t *r = rows + t * 48;
+        TEST_ASSERT_MSG(r[0] == want[t][0] && r[8] == want[t][1] && r[23] == want[t][2], "t=%d: %lld %lld %lld", t,
+                        (long long)r[0], (long long)r[8], (long long)r[23]);
+    }
+    dsf_engram_hist_free(&s);
+    dsf_engram_map_free(&m);
+}
+
+// One call, token by token and random chunks give the same ids; a rollback rewrites positions like a fresh run.
+static void test_chunked_and_rollback(void) {
+    dsf_args a = real_args();
+    dsf_engram_map m;
+    test_map(&m);
+    dsf_engram_hash h;
+    dsf_err e;
+    TEST_ASSERT(dsf_engram_hash_init(&a, &m, &h, &e) == 0);
+    enum { T = 300, W = 48 };
+    int32_t tok[T];
+    uint8_t img[T];
+    uint64_t x = 12345;
+    for (int i = 0; i < T; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        tok[i] = (int32_t)((x >> 33) % 129280);
+        img[i] = (i >= 40 && i < 57) || (i >= 200 && i < 203);
+    }
+    int64_t *one = malloc(sizeof(int64_t) * T * W), *part = malloc(sizeof(int64_t) * T * W);
+    dsf_engram_hist s1, s2;
+    dsf_engram_hist_init(&s1, 0);
+    dsf_engram_hist_init(&s2, 16);
+    TEST_ASSERT(dsf_engram_hist_step(&h, &m, &s1, 0, T, tok, img, one, &e) == 0);
+    for (int p = 0; p < T;) {
+        int n = 1 + (int)((p * 7919) % 13);
+        if (p + n > T) n = T - p;
+        TEST_ASSERT(dsf_engram_hist_step(&h, &m, &s2, p, n, tok + p, img + p, part + (int64_t)p * W, &e) == 0);
+        if (p > 20 && p % 3 == 0 && n > 2) {
+            int32_t junk[2] = {77, 88};
+            int64_t tmp[2 * W];
+            TEST_ASSERT(dsf_engram_hist_step(&h, &m, &s2, p + n, 2, junk, NULL, tmp, &e) == 0);
+        }
+        p += n;
+    }
+    TEST_ASSERT(memcmp(one, part, sizeof(int64_t) * T * W) == 0);
+    TEST_ASSERT(dsf_engram_hist_step(&h, &m, &s2, T + 2, 1, tok, NULL, part, &e) != 0 && strstr(e.msg, "position"));
+    TEST_ASSERT(dsf_engram_hist_step(&h, &m, &s2, 3, 1, tok, NULL, part, &e) != 0 && strstr(e.msg, "rollback"));
+    int32_t bad = 129280;
+    TEST_ASSERT(dsf_engram_hist_step(&h, &m, &s2, T, 1, &bad, NULL, part, &e) != 0 && strstr(e.msg, "token map"));
+    dsf_engram_hist_free(&s1);
+    dsf_engram_hist_free(&s2);
+    free(one);
+    free(part);
+    dsf_engram_map_free(&m);
+}
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    fclose(f);
+    return 0;
+}
+
+static void test_map_file(void) {
+    char dir[] = "/tmp/dsf_engram_map_XXXXXX", path[256];
+    TEST_ASSERT(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/map.txt", dir);
+    dsf_engram_map m;
+    dsf_err e;
+    TEST_ASSERT(write_text(path, "dsfold-engram-map 1\n5 3\n0\n1\n1\n2\n0\n") == 0);
+    TEST_ASSERT(dsf_engram_map_load(path, &m, &e) == 0 && m.n == 5 && m.ids[2] == 1 && m.ids[4] == 0);
+    dsf_engram_map_free(&m);
+    TEST_ASSERT(write_text(path, "dsfold-engram-map 2\n5 3\n0\n1\n1\n2\n0\n") == 0);
+    TEST_ASSERT(dsf_engram_map_load(path, &m, &e) != 0 && strstr(e.msg, "not an engram map"));
+    TEST_ASSERT(write_text(path, "dsfold-engram-map 1\n5 3\n0\n2\n1\n2\n0\n") == 0);
+    TEST_ASSERT(dsf_engram_map_load(path, &m, &e) != 0 && strstr(e.msg, "first-seen"));
+    TEST_ASSERT(write_text(path, "dsfold-engram-map 1\n5 4\n0\n1\n1\n2\n0\n") == 0);
+    TEST_ASSERT(dsf_engram_map_load(path, &m, &e) != 0 && strstr(e.msg, "distinct"));
+    TEST_ASSERT(write_text(path, "dsfold-engram-map 1\n5 3\n0\n1\n1\n") == 0);
+    TEST_ASSERT(dsf_engram_map_load(path, &m, &e) != 0 && strstr(e.msg, "missing"));
+    unlink(path);
+    rmdir(dir);
+}
+
+// Writes one table (weight and scale) into a safetensors file with the given dtype and rows.
+static int write_table(const char *path, dsf_dtype wdt, int64_t rows, int64_t srows) {
+    dsf_st_writer *w = dsf_st_writer_new();
+    dsf_err e;
+    int64_t ws[2] = {rows, 32}, ss[2] = {srows, 1};
+    int rc = dsf_st_writer_add(w, "embed.weight", wdt, 2, ws, &e) || dsf_st_writer_add(w, "embed.scale",
+                                                                                       DSF_DT_F8_E8M0, 2, ss, &e) ||
+             dsf_st_writer_begin(w, path, &e);
+    size_t nb = (size_t)(rows * 32) * dsf_dtype_size(wdt) + (size_t)srows;
+    uint8_t *z = calloc(nb, 1);
+    if (!rc) rc = dsf_st_writer_data(w, z, nb, &e) || dsf_st_writer_end(w, NULL, &e);
+    free(z);
+    dsf_st_writer_free(w);
+    return rc;
+}
+
+static void test_corrupt_tables(void) {
+    char dir[] = "/tmp/dsf_engram_tab_XXXXXX", path[256];
+    TEST_ASSERT(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/t.safetensors", dir);
+    dsf_err e;
+    dsf_st *st;
+    dsf_engram_table tb;
+    TEST_ASSERT(write_table(path, DSF_DT_F8_E4M3, 100, 100) == 0 && dsf_st_open(path, &st, &e) == 0);
+    TEST_ASSERT(dsf_engram_table_bind(dsf_st_find(st, "embed.weight"), dsf_st_find(st, "embed.scale"), 100, 32, &tb,
+                                      &e) == 0);
+    TEST_ASSERT(dsf_engram_table_bind(dsf_st_find(st, "embed.weight"), dsf_st_find(st, "embed.scale"), 101, 32, &tb,
+                                      &e) != 0 && strstr(e.msg, "rows") && strstr(e.msg, "embed.weight"));
+    dsf_st_close(st);
+    TEST_ASSERT(write_table(path, DSF_DT_BF16, 100, 100) == 0 && dsf_st_open(path, &st, &e) == 0);
+    TEST_ASSERT(dsf_engram_table_bind(dsf_st_find(st, "embed.weight"), dsf_st_find(st, "embed.scale"), 100, 32, &tb,
+                                      &e) != 0 && strstr(e.msg, "BF16") && strstr(e.msg, "F8_E4M3"));
+    dsf_st_close(st);
+    TEST_ASSERT(write_table(path, DSF_DT_F8_E4M3, 100, 99) == 0 && dsf_st_open(path, &st, &e) == 0);
+    TEST_ASSERT(dsf_engram_table_bind(dsf_st_find(st, "embed.weight"), dsf_st_find(st, "embed.scale"), 100, 32, &tb,
+                                      &e) != 0 && strstr(e.msg, "scale 99"));
+    dsf_st_close(st);
+    TEST_ASSERT(write_table(path, DSF_DT_F8_E4M3, 100, 100) == 0 && truncate(path, 2000) == 0);
+    TEST_ASSERT(dsf_st_open(path, &st, &e) != 0 && strstr(e.msg, "t.safetensors"));
+    printf("     short file: %s\n", e.msg);
+    unlink(path);
+    rmdir(dir);
+}
+
+int main(void) {
+    TEST_RUN(test_real_table_sizes);
+    TEST_RUN(test_hash_by_hand);
+    TEST_RUN(test_chunked_and_rollback);
+    TEST_RUN(test_map_file);
+    TEST_RUN(test_corrupt_tables);
+    TEST_END();
+}
