@@ -1,0 +1,233 @@
+// Engram benchmark: page-cache row gather (CPU), kernels at real V4.1 dims (CUDA); prints "BENCH key value" lines.
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/formats.h"
+#include "kern/engram/engram.h"
+#include "kern/engram/engram_kern.h"
+#ifdef DSF_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return rng;
+}
+
+// Gather: a table file of `rows` rows in the page cache, random row ids, 2 layers x 24 rows a token.
+static void bench_gather(int64_t rows) {
+    char path[] = "/tmp/dsf_bench_engram_XXXXXX";
+    int fd = mkstemp(path);
+    size_t cb = (size_t)rows * 256, sb = (size_t)rows * 8;
+    if (fd < 0 || ftruncate(fd, (off_t)(cb + sb))) return;
+    uint8_t *m = mmap(NULL, cb + sb, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    for (size_t i = 0; i < cb + sb; i += 4096) m[i] = (uint8_t)i;
+    munmap(m, cb + sb);
+    const uint8_t *ro = mmap(NULL, cb + sb, PROT_READ, MAP_SHARED, fd, 0);
+    dsf_engram_table tb[2] = {{ro, ro + cb, rows, 256}, {ro, ro + cb, rows, 256}};
+    int threads[] = {1, 4, 16};
+    for (int ti = 0; ti < 3; ti++) {
+        dsf_pool *pool = dsf_pool_new(threads[ti]);
+        for (int T = 1; T <= 4096; T *= 64) {
+            int64_t *ids = malloc(sizeof(int64_t) * (size_t)T * 48);
+            uint8_t *codes = malloc((size_t)T * 48 * 256), *sc = malloc((size_t)T * 48 * 8);
+            double ts[21];
+            dsf_err e;
+            for (int r = 0; r < 21; r++) {
+                for (int64_t i = 0; i < (int64_t)T * 48; i++) ids[i] = (int64_t)(next() % (uint64_t)rows);
+                double t0 = now_s();
+                dsf_engram_gather(pool, 0, tb, 2, 24, T, ids, codes, sc, &e);
+                ts[r] = now_s() - t0;
+            }
+            qsort(ts, 21, sizeof ts[0], cmp_d);
+            double rps = (double)T * 48 / ts[10];
+            printf("BENCH gather_t%d_threads%d_us %.2f\nBENCH gather_t%d_threads%d_rows_per_s %.4g\n", T, threads[ti],
+                   ts[10] * 1e6, T, threads[ti], rps);
+            free(ids), free(codes), free(sc);
+        }
+        dsf_pool_free(pool);
+    }
+    munmap((void *)ro, cb + sb);
+    close(fd);
+    unlink(path);
+}
+
+#ifdef DSF_HAVE_CUDA
+#define CK(x)                                                                                                          \
+    do {                                                                                                               \
+        cudaError_t rc_ = (x);                                                                                         \
+        if (rc_ != cudaSuccess) {                                                                                      \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(rc_));                       \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+typedef struct gpu {
+    uint8_t *w, *ws, *codes, *scales, *xq, *xs;
+    uint16_t *kv, *kv2, *h, *qw, *kw;
+    int32_t *img;
+    cudaEvent_t a, b;
+} gpu;
+
+enum { K = 6144, N = 25600, D = 5120, HC = 4, TMAX = 4096 };
+
+static void fill_dev(void *d, size_t n, int kind) {
+    uint8_t *h = malloc(n);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t v = (uint8_t)next();
+        if (kind == 0 && (v & 0x7F) == 0x7F) v = 0x3F;
+        if (kind == 1) v = (uint8_t)(114 + v % 6);
+        if (kind == 2) v = (uint8_t)(110 + v % 20);
+        h[i] = v;
+    }
+    if (kind == 3)
+        for (size_t i = 0; i + 1 < n; i += 2) {
+            uint16_t b = dsf_bf16_from_f32((float)((double)(next() % 2001) / 1000.0 - 1.0));
+            memcpy(h + i, &b, 2);
+        }
+    CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    free(h);
+}
+
+// Median of 30 timed runs (after 3 warm-ups) of one of: 0 wkv, 1 embed_quant + wkv + gate; geometry g for wkv.
+static double time_run(gpu *G, int what, const dsf_geom *g, int T) {
+    dsf_err e;
+    double ts[30];
+    for (int r = -3; r < 30; r++) {
+        CK(cudaEventRecord(G->a, 0));
+        int rc = 0;
+        if (what == 1) rc |= dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G->codes, G->scales, G->xq, G->xs, T, K, &e);
+        rc |= dsf_engram_wkv_cuda(0, g, G->xq, G->xs, G->w, G->ws, G->kv, T, N, K, &e);
+        if (what == 1)
+            rc |= dsf_engram_gate_cuda(0, dsf_engram_cuda_geom(3), G->h, G->kv, G->qw, G->kw, G->img, G->h, T, HC, D,
+                                       1e-20f, &e);
+        if (rc) {
+            fprintf(stderr, "launch: %s\n", e.msg);
+            exit(1);
+        }
+        CK(cudaEventRecord(G->b, 0));
+        CK(cudaEventSynchronize(G->b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, G->a, G->b));
+        if (r >= 0) ts[r] = ms * 1e-3;
+    }
+    qsort(ts, 30, sizeof ts[0], cmp_d);
+    return ts[15];
+}
+
+static void bench_gpu(void) {
+    int dev;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        printf("BENCH gpu none\n");
+        return;
+    }
+    gpu G;
+    CK(cudaMalloc((void **)&G.w, (size_t)N * K));
+    CK(cudaMalloc((void **)&G.ws, (size_t)(N / 32) * (K / 32)));
+    CK(cudaMalloc((void **)&G.codes, (size_t)TMAX * K));
+    CK(cudaMalloc((void **)&G.scales, (size_t)TMAX * K / 32));
+    CK(cudaMalloc((void **)&G.xq, (size_t)TMAX * K));
+    CK(cudaMalloc((void **)&G.xs, (size_t)TMAX * K / 32));
+    CK(cudaMalloc((void **)&G.kv, (size_t)TMAX * N * 2));
+    CK(cudaMalloc((void **)&G.kv2, (size_t)TMAX * N * 2));
+    CK(cudaMalloc((void **)&G.h, (size_t)TMAX * HC * D * 2));
+    CK(cudaMalloc((void **)&G.qw, (size_t)HC * D * 2));
+    CK(cudaMalloc((void **)&G.kw, (size_t)HC * D * 2));
+    CK(cudaMalloc((void **)&G.img, (size_t)TMAX * 4));
+    CK(cudaMemset(G.img, 0, (size_t)TMAX * 4));
+    fill_dev(G.w, (size_t)N * K, 0);
+    fill_dev(G.ws, (size_t)(N / 32) * (K / 32), 1);
+    fill_dev(G.codes, (size_t)TMAX * K, 0);
+    fill_dev(G.scales, (size_t)TMAX * K / 32, 2);
+    fill_dev(G.h, (size_t)TMAX * HC * D * 2, 3);
+    fill_dev(G.qw, (size_t)HC * D * 2, 3);
+    fill_dev(G.kw, (size_t)HC * D * 2, 3);
+    CK(cudaEventCreate(&G.a));
+    CK(cudaEventCreate(&G.b));
+    dsf_err e;
+    if (dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G.codes, G.scales, G.xq, G.xs, TMAX, K, &e)) exit(1);
+    size_t cb = (size_t)1 << 30;
+    void *s, *d;
+    CK(cudaMalloc(&s, cb));
+    CK(cudaMalloc(&d, cb));
+    double ts[10];
+    for (int r = -2; r < 10; r++) {
+        CK(cudaEventRecord(G.a, 0));
+        CK(cudaMemcpyAsync(d, s, cb, cudaMemcpyDeviceToDevice, 0));
+        CK(cudaEventRecord(G.b, 0));
+        CK(cudaEventSynchronize(G.b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, G.a, G.b));
+        if (r >= 0) ts[r] = ms * 1e-3;
+    }
+    qsort(ts, 10, sizeof ts[0], cmp_d);
+    printf("BENCH copy_GBps %.1f\n", 2.0 * (double)cb / ts[5] / 1e9);
+    CK(cudaFree(s));
+    CK(cudaFree(d));
+    static const dsf_geom geoms[] = {
+        {"direct_t128_m1_n2", 128, 0, {0, 1, 2}}, {"direct_t256_m1_n4", 256, 0, {0, 1, 4}},
+        {"direct_t64_m2_n2", 64, 0, {0, 2, 2}},   {"direct_t128_m4_n1", 128, 0, {0, 4, 1}},
+        {"direct_t96_m4_n2", 96, 0, {0, 4, 2}},   {"tiled_t256", 256, 0, {1, 0, 0}},
+    };
+    int Ts[] = {1, 8, 64, 4096};
+    for (int ti = 0; ti < 4; ti++) {
+        int T = Ts[ti];
+        double best = 1e9;
+        const char *bname = "";
+        for (int gi = 0; gi < 6; gi++) {
+            if (T == 4096 && gi < 5 && gi != 3) continue;
+            double t = time_run(&G, 0, &geoms[gi], T);
+            printf("BENCH wkv_t%d_%s_us %.2f\n", T, geoms[gi].name, t * 1e6);
+            if (t < best) best = t, bname = geoms[gi].name;
+        }
+        const dsf_geom *bg = NULL;
+        for (int gi = 0; gi < 6; gi++)
+            if (!strcmp(geoms[gi].name, bname)) bg = &geoms[gi];
+        double bytes = (double)N * K + (double)(N / 32) * (K / 32) + (double)T * K * 1.03 + (double)T * N * 2;
+        double flops = 2.0 * T * N * K;
+        printf("BENCH wkv_t%d_best %s\nBENCH wkv_t%d_us %.2f\nBENCH wkv_t%d_GBps %.1f\nBENCH wkv_t%d_TFLOPs %.1f\n", T,
+               bname, T, best * 1e6, T, bytes / best / 1e9, T, flops / best / 1e12);
+        double tl = time_run(&G, 1, bg, T);
+        double lbytes = bytes + (double)T * K * 1.03 * 2 + (double)T * HC * D * 4 + (double)T * N * 2;
+        printf("BENCH layer_t%d_us %.2f\nBENCH layer_t%d_GBps %.1f\n", T, tl * 1e6, T, lbytes / tl / 1e9);
+        if (T >= 64) {
+            size_t yb = (size_t)T * N * 2;
+            uint16_t *y1 = malloc(yb), *y2 = malloc(yb);
+            if (dsf_engram_wkv_cuda(0, &geoms[0], G.xq, G.xs, G.w, G.ws, G.kv, T, N, K, &e) ||
+                dsf_engram_wkv_cuda(0, &geoms[5], G.xq, G.xs, G.w, G.ws, G.kv2, T, N, K, &e))
+                exit(1);
+            CK(cudaMemcpy(y1, G.kv, yb, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(y2, G.kv2, yb, cudaMemcpyDeviceToHost));
+            printf("BENCH wkv_t%d_direct_equals_tiled %d\n", T, memcmp(y1, y2, yb) == 0);
+            free(y1), free(y2);
+        }
+    }
+}
+#endif
+
+int main(int argc, char **argv) {
+    int64_t rows = argc > 1 ? atoll(argv[1]) : 4000000;
+    printf("BENCH gather_table_rows %lld\n", (long long)rows);
+    bench_gather(rows);
+#ifdef DSF_HAVE_CUDA
+    bench_gpu();
+#endif
+    return 0;
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+# PyTorch version of the Engram layer math at real V4.1 dims, the FP8 tensor-core ceiling, and the joined table.
+import sys
+
+import torch
+
+K, N, D, HC = 6144, 25600, 5120, 4
+dev = "cuda"
+
+
+def median_s(fn, reps=30, warm=3):
+    for _ in range(warm):
+        fn()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def act_quant(x):
+    # act_quant(x, 32, ue8m0) as fake quantisation: power-of-two scale from the exponent bits of amax/448.
+    xb = x.float().view(x.shape[0], -1, 32)
+    amax = xb.abs().amax(-1, keepdim=True).clamp(min=1e-4)
+    s = torch.exp2(torch.ceil(torch.log2(amax / 448.0)))
+    q = (xb / s).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return (q.float() * s).to(torch.bfloat16).view(x.shape)
+
+
+def layer(e_rows, e_scale, w_bf16, qw, kw, h):
+    e = (e_rows.float().view(e_rows.shape[0], -1, 32) * e_scale.float().unsqueeze(-1)).to(torch.bfloat16)
+    kv = act_quant(e.view(e_rows.shape[0], K)) @ w_bf16.t()
+    key = kv[:, : HC * D].float().view(-1, HC, D)
+    value = kv[:, HC * D :].float()
+    hf = h.float()
+    rstd = torch.rsqrt(hf.square().mean(-1) + 1e-20) * torch.rsqrt(key.square().mean(-1) + 1e-20)
+    dot = ((hf * (qw.float() * kw.float())) * key).sum(-1) * rstd * D**-0.5
+    gate = torch.sigmoid(torch.copysign(dot.abs().clamp(min=1e-6).sqrt(), dot))
+    return (hf + gate.unsqueeze(-1) * value.unsqueeze(1)).to(torch.bfloat16)
+
+
+def main():
+    torch.manual_seed(0)
+    res = {}
+    w8 = (torch.randn(N, K, device=dev) * 0.5).to(torch.float8_e4m3fn)
+    ws = torch.exp2(torch.randint(-13, -7, (N // 32, K // 32), device=dev).float())
+    w_bf16 = (w8.float() * ws.repeat_interleave(32, 0).repeat_interleave(32, 1)).to(torch.bfloat16)
+    qw = torch.randn(HC, D, device=dev).to(torch.bfloat16)
+    kw = torch.randn(HC, D, device=dev).to(torch.bfloat16)
+    src = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
+    dst = torch.empty_like(src)
+    res["torch_copy_GBps"] = 2 * src.numel() / median_s(lambda: dst.copy_(src), 10, 2) / 1e9
+    for T in (1, 8, 64, 4096):
+        rows = (torch.randn(T, K, device=dev) * 2).to(torch.float8_e4m3fn)
+        sc = torch.exp2(torch.randint(-17, 3, (T, K // 32), device=dev).float())
+        h = torch.randn(T, HC, D, device=dev).to(torch.bfloat16)
+        xq = act_quant(torch.randn(T, K, device=dev).to(torch.bfloat16))
+        res[f"torch_wkv_t{T}_us"] = median_s(lambda: xq @ w_bf16.t()) * 1e6
+        res[f"torch_layer_t{T}_us"] = median_s(lambda: layer(rows, sc, w_bf16, qw, kw, h)) * 1e6
+    a = (torch.randn(4096, K, device=dev)).to(torch.float8_e4m3fn)
+    b = (torch.randn(N, K, device=dev)).to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device=dev)
+    t = median_s(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+    res["fp8_ceiling_TFLOPs"] = 2.0 * 4096 * N * K / t / 1e12
+    for k, v in res.items():
+        print(f"BENCH {k} {v:.2f}")
+    if len(sys.argv) > 1:
+        table(sys.argv[1], res)
+
+
+def table(path, res):
+    c = {}
+    for line in open(path):
+        p = line.split()
+        if len(p) == 3 and p[0] == "BENCH":
+            c[p[1]] = p[2]
+    copy = float(c["copy_GBps"])
+    print(f"\ncopy {copy:.0f} GB/s (C), {res['torch_copy_GBps']:.0f} GB/s (torch); "
+          f"FP8 ceiling {res['fp8_ceiling_TFLOPs']:.0f} TFLOP/s (torch._scaled_mm 4096x25600x6144)")
+    print("| T | wkv us | GB/s | of copy | TFLOP/s | of FP8 ceiling | torch wkv us | layer us | torch layer us | "
+          "torch/dsfold (layer) | kernel |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for T in (1, 8, 64, 4096):
+        us = float(c[f"wkv_t{T}_us"])
+        gbs = float(c[f"wkv_t{T}_GBps"])
+        tf = float(c[f"wkv_t{T}_TFLOPs"])
+        lus = float(c[f"layer_t{T}_us"])
+        tl = res[f"torch_layer_t{T}_us"]
+        print(f"| {T} | {us:.1f} | {gbs:.0f} | {gbs / copy:.2f} | {tf:.1f} | {tf / res['fp8_ceiling_TFLOPs']:.2f} | "
+              f"{res[f'torch_wkv_t{T}_us']:.1f} | {lus:.1f} | {tl:.1f} | {tl / lus:.2f} | {c[f'wkv_t{T}_best']} |")
+
+
+if __name__ == "__main__":
+    main()
