@@ -35,7 +35,7 @@ static int run_chunks(const int32_t *ids, int64_t n, const int64_t *chunks, int 
     for (int64_t pos = 0, c = 0; pos < n && !rc; c++) {
         int64_t len = chunks[c % nchunks] < n - pos ? chunks[c % nchunks] : n - pos;
         dsf_round_part p = {s, pos, len, ids + pos, DSF_LOGITS_ALL, lg};
-        dsf_round r = {1, &p, NULL};
+        dsf_round r = {1, &p, NULL, NULL};
         rc = dsf_model_forward(g_m, &r, &e);
         for (int64_t t = 0; t < len && !rc; t++) h[pos + t] = hash_row(lg + t * g_vocab, g_vocab);
         pos += len;
@@ -58,7 +58,7 @@ static void test_greedy_decode(void) {
     TEST_ASSERT(dsf_stream_new(g_m, SEQ + 1, 0, &s, &e) == 0);
     float *lg = malloc(sizeof(float) * (size_t)g_vocab);
     dsf_round_part p = {s, 0, PROMPT, g_seq, DSF_LOGITS_LAST, lg};
-    dsf_round r = {1, &p, NULL};
+    dsf_round r = {1, &p, NULL, NULL};
     int distinct = 0;
     for (int i = 0; i < DECODE; i++) {
         TEST_ASSERT(dsf_model_forward(g_m, &r, &e) == 0);
@@ -120,7 +120,7 @@ static void test_streams(void) {
             out += n * g_vocab;
         }
         if (!np) break;
-        dsf_round r = {np, parts, NULL};
+        dsf_round r = {np, parts, NULL, NULL};
         TEST_ASSERT(dsf_model_forward(g_m, &r, &e) == 0);
         for (int i = 0; i < np; i++) {
             int k = 0;
@@ -157,7 +157,7 @@ static void test_rollback(void) {
     for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
         int64_t a = plan[i][0] < N - pos ? plan[i][0] : N - pos;
         dsf_round_part p = {s, pos, a, ids + pos, DSF_LOGITS_ALL, lg};
-        dsf_round r = {1, &p, NULL};
+        dsf_round r = {1, &p, NULL, NULL};
         TEST_ASSERT(dsf_model_forward(g_m, &r, &e) == 0);
         for (int64_t t = 0; t < a; t++) rolled[pos + t] = hash_row(lg + t * g_vocab, g_vocab);
         pos += a;
@@ -169,7 +169,7 @@ static void test_rollback(void) {
     TEST_ASSERT(pos == N);
     for (int t = 0; t < N; t++) TEST_ASSERT_MSG(rolled[t] == straight[t], "row %d differs after rollbacks", t);
     dsf_round_part p = {s, N - 9, 1, ids, DSF_LOGITS_NONE, NULL};
-    dsf_round r = {1, &p, NULL};
+    dsf_round r = {1, &p, NULL, NULL};
     TEST_ASSERT(dsf_model_forward(g_m, &r, &e) == -1 && strstr(e.msg, "rolls back more than 8"));
     free(lg);
     dsf_stream_free(s);
@@ -182,7 +182,7 @@ static void test_refusals(void) {
     int32_t ids[2] = {5, (int32_t)g_vocab};
     TEST_ASSERT(dsf_stream_new(g_m, 16, 0, &s, &e) == 0);
     dsf_round_part p[2] = {{s, 1, 1, ids, DSF_LOGITS_NONE, NULL}, {s, 0, 1, ids, DSF_LOGITS_NONE, NULL}};
-    dsf_round r = {1, p, NULL};
+    dsf_round r = {1, p, NULL, NULL};
     TEST_ASSERT(dsf_model_forward(g_m, &r, &e) == -1 && strstr(e.msg, "beyond the stream's length"));
     p[0].pos = 0;
     p[0].n = 2;

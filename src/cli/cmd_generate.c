@@ -99,7 +99,7 @@ int dsf_cmd_generate(int argc, char **argv) {
     if (!have_seed) seed = dsf_sample_seed(ids, n_prompt);
     if (dsf_stream_new(m, n_prompt + n_new + 1, 0, &s, &e)) goto done;
     dsf_round_part part = {s, 0, n_prompt, ids, DSF_LOGITS_LAST, logits};
-    dsf_round round = {1, &part, NULL};
+    dsf_round round = {1, &part, NULL, NULL};
     for (;;) {
         if (dsf_model_forward(m, &round, &e)) goto done;
         if (n_reply == n_new) break;

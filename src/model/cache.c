@@ -24,6 +24,7 @@ int dsf_stream_new(const dsf_model *m, int64_t max_seq, int max_rollback, dsf_st
     s->ccap = next_pow2(max_rollback + 2 > 8 ? max_rollback + 2 : 8);
     int n = a->n_layers;
     s->n_layers = n;
+    s->hist = dsf_calloc((size_t)max_seq, sizeof(int64_t));
     s->win = dsf_calloc((size_t)n, sizeof(float *));
     s->ckv = dsf_calloc((size_t)n, sizeof(float *));
     s->ikey = dsf_calloc((size_t)n, sizeof(float *));
@@ -50,6 +51,7 @@ void dsf_stream_free(dsf_stream *s) {
     float **lists[] = {s->win, s->ckv, s->ikey, s->cst_kv, s->cst_sc};
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
         for (int l = 0; l < s->n_layers; l++) free(lists[i][l]);
+    free(s->hist);
     free(s->win);
     free(s->ckv);
     free(s->ikey);

@@ -140,9 +140,14 @@ int dsf_model_forward(dsf_model *m, const dsf_round *r, dsf_err *e) {
     st.cand = dsf_calloc((size_t)(R * st.cand_stride), 1);
     embed_stage(&st, tokens);
     if (r->hidden) memcpy(r->hidden, st.h, sizeof(float) * (size_t)(R * HD));
+    if (r->pre_mix) memcpy(r->pre_mix, st.pre_mix, sizeof(float) * (size_t)(R * a->hc_mult));
     for (int li = 0; li < a->n_layers; li++) {
+        if (m->L[li].role->engram >= 0) dsf_model_engram(&st, li, tokens);
         block_stage(&st, li);
         if (r->hidden) memcpy(r->hidden + (int64_t)(li + 1) * R * HD, st.h, sizeof(float) * (size_t)(R * HD));
+        if (r->pre_mix)
+            memcpy(r->pre_mix + (int64_t)(li + 1) * R * a->hc_mult, st.pre_mix,
+                   sizeof(float) * (size_t)(R * a->hc_mult));
     }
     head_stage(&st, r);
     for (int i = 0; i < r->n_parts; i++) {

@@ -126,7 +126,8 @@ int dsf_model_open(const char *dir, int threads, dsf_model **out, dsf_err *e) {
         return dsf_fail(e, "%s: the CPU forward runs DeepSeek-V4.1 checkpoints (config.json model_type deepseek_v41)",
                         dir);
     }
-    if (ck->args.hc_mult > 16 || ck->args.rope_head_dim > 256 || ck->args.n_routed_experts > 4096) {
+    if (ck->args.hc_mult > 16 || (ck->args.engram_max_ngram_size - 1) * ck->args.engram_n_heads > 64 ||
+        ck->args.engram_max_ngram_size > 4 || ck->args.rope_head_dim > 256 || ck->args.n_routed_experts > 4096) {
         dsf_ckpt_close(ck);
         return dsf_fail(e, "%s: config.json: hc_mult, qk_rope_head_dim or n_routed_experts beyond this build's limits",
                         dir);
@@ -136,7 +137,10 @@ int dsf_model_open(const char *dir, int threads, dsf_model **out, dsf_err *e) {
     m->a = &ck->args;
     m->pool = dsf_pool_new(threads);
     m->L = dsf_model_alloc(m, sizeof(dsf_layer_w) * (size_t)m->a->n_layers);
-    for (int li = 0; li < m->a->n_layers; li++) prepare_layer(m, li);
+    for (int li = 0; li < m->a->n_layers; li++) {
+        prepare_layer(m, li);
+        if (m->L[li].role->engram >= 0) dsf_model_engram_prepare(m, li, m->L[li].role->engram);
+    }
     m->norm = dsf_model_f32_copy(m, ck->g.norm);
     m->head = lin_f(m, ck->g.head, DSF_LIN_F32);
     *out = m;

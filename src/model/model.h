@@ -34,6 +34,7 @@ typedef struct dsf_round {
     int n_parts;
     dsf_round_part *parts; // streams distinct; rows are ordered part by part
     float *hidden;         // optional: [n_layers + 1, rows, hc, D] streams after the embedding and after each layer
+    float *pre_mix;        // optional: [n_layers + 1, rows, hc] the collapse weights entering each layer and the head
 } dsf_round;
 
 // Runs one round: every part's stream advances to pos + n. Refuses bad positions, tokens or repeated streams.

@@ -6,6 +6,15 @@
 #include "kern/dsv4/linear.h"
 #include "model/model.h"
 
+// An Engram layer: hash constants, table rows in the checkpoint, wkv, and q_weight * k_weight [hc, D] in fp32.
+typedef struct dsf_engram_w {
+    int cols; // (max_ngram - 1) * heads, n-gram major
+    int64_t primes[64], offsets[64], mult[8];
+    const uint8_t *codes, *scales; // [rows, hd] e4m3, [rows, hd / 32] e8m0
+    dsf_linw wkv;                  // FP8 [(hc+1)*D, cols*hd]
+    float *wt;
+} dsf_engram_w;
+
 typedef struct dsf_layer_w {
     const dsf_role *role;
     float *hc_attn_fn, *hc_attn_base, *hc_attn_scale; // [(2+hc)*hc, hc*D], [(2+hc)*hc], [3]
@@ -24,6 +33,7 @@ typedef struct dsf_layer_w {
     dsf_linw *w1, *w2, *w3;      // routed experts [E]: FP4 [I, D], [D, I], [I, D]
     dsf_linw s_w1, s_w2, s_w3;   // shared expert: FP8
     float *freqs;                // RoPE frequencies [rope_dim / 2] of this layer's kind
+    dsf_engram_w engram;         // when role->engram >= 0
 } dsf_layer_w;
 
 struct dsf_model {
@@ -45,6 +55,7 @@ struct dsf_stream {
     float **ikey;   // per index-key owner: [max_seq / r + 1, ID], post-RoPE FP4 QDQ
     float **cst_kv; // per ratio-2 kv source: projected kv [ccap, Hd] fp32, slot = pos % ccap
     float **cst_sc; // the same for the gate scores
+    int64_t *hist;  // Engram history [max_seq]: compressed id of each position
 };
 
 // The rows of a round and the state its layers publish to later layers.
@@ -70,6 +81,8 @@ void dsf_model_attn(dsf_run *st, int layer, const float *x, float *out);
 void dsf_model_compress(dsf_run *st, int layer, const float *x);
 void dsf_model_indexer(dsf_run *st, int layer, const float *x, const float *qr);
 void dsf_model_ffn(dsf_run *st, int layer, const float *x, float *out);
+void dsf_model_engram(dsf_run *st, int layer, const int32_t *tokens);
+void dsf_model_engram_prepare(dsf_model *m, int layer, int engram_index);
 
 // Weight preparation (model.c).
 float *dsf_model_f32_copy(dsf_model *m, const dsf_tensor *t);
