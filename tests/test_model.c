@@ -1,5 +1,4 @@
-// The CPU forward on the tiny synthetic V4.1 checkpoint: greedy decode, and the exactness rules R1 and R3 at model
-// level (chunkings, streams sharing a round, rollback), compared bit for bit through per-row logits hashes.
+// The CPU forward on tiny V4.1: greedy decode; R1 and R3 bit for bit (chunkings, shared rounds, rollback).
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

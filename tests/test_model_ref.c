@@ -1,5 +1,4 @@
-// The CPU forward against the independent float64 reference (tools/ref/v41_ref.py) on the tiny V4.1 checkpoint:
-// 300 prompt tokens + 50 greedy steps; each layer fed the C input (teacher-forced), bounds in docs/forward.md.
+// The CPU forward against the float64 reference (tools/ref): 300 + 50 greedy tokens, teacher-forced per layer.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,4 @@
-// The Engram stage before layers 1 and 14 (spec §3.2.6, §6.2 item 8): hash rows from the stream's history by
-// absolute position, dequantised table rows, the FP8 wkv projection, a gate per stream and the residual add.
+// The Engram stage before its layers (spec §3.2.6, §6.2 item 8): hash rows, dequantised rows, wkv, gate, add.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
