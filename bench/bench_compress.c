@@ -1,0 +1,191 @@
+// Compressor speed: decode (1, 8, 64 streams), 4096-token prefill, vs copy bandwidth and fp32 FMA rate; docs/perf.md.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern/compress/compress_internal.h"
+
+#ifndef DSF_HAVE_CUDA
+int main(void) {
+    printf("bench_compress: built without CUDA\n");
+    return 0;
+}
+#else
+#include <cuda_runtime_api.h>
+
+#define CK(x)                                                                         \
+    do {                                                                              \
+        cudaError_t rc_ = (x);                                                        \
+        if (rc_ != cudaSuccess) {                                                     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(rc_)); \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+enum { REPS = 20, TRIALS = 15 };
+
+static int cmp_f(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+// Median over TRIALS of the mean time of REPS back-to-back calls, in microseconds.
+typedef int (*call_fn)(void *ctx);
+static double time_us(cudaStream_t st, call_fn fn, void *ctx) {
+    cudaEvent_t a, b;
+    float ms[TRIALS];
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int w = 0; w < 3; w++)
+        if (fn(ctx)) exit(1);
+    for (int t = 0; t < TRIALS; t++) {
+        CK(cudaEventRecord(a, st));
+        for (int i = 0; i < REPS; i++)
+            if (fn(ctx)) exit(1);
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&ms[t], a, b));
+    }
+    qsort(ms, TRIALS, sizeof(float), cmp_f);
+    cudaEventDestroy(a), cudaEventDestroy(b);
+    return ms[TRIALS / 2] * 1e3 / REPS;
+}
+
+typedef struct bctx {
+    cudaStream_t st;
+    dsf_cmp_layer L;
+    dsf_cmp_batch b;
+    void *scratch;
+    size_t scratch_bytes;
+    void *src, *dst;
+    size_t copy_bytes;
+    float *probe;
+} bctx;
+
+static int run_cmp(void *p) {
+    bctx *c = p;
+    dsf_err e = {{0}};
+    if (dsf_cmp_run_cuda(c->st, &dsf_cmp_geom_cuda, &c->L, &c->b, c->scratch, c->scratch_bytes, &e)) {
+        fprintf(stderr, "compressor: %s\n", e.msg);
+        return -1;
+    }
+    return 0;
+}
+static int run_copy(void *p) {
+    bctx *c = p;
+    return cudaMemcpyAsync(c->dst, c->src, c->copy_bytes, cudaMemcpyDeviceToDevice, c->st) != cudaSuccess;
+}
+static int run_probe(void *p) {
+    bctx *c = p;
+    dsf_err e = {{0}};
+    return dsf_cmp_cuda_fma_probe(c->st, 132 * 16, 4096, c->probe, &e);
+}
+
+static void *dev_rand(size_t n) {
+    uint16_t *h = malloc(n * 2);
+    uint64_t s = 0x9E3779B97F4A7C15ull ^ n;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        h[i] = dsf_bf16_from_f32(((float)(s >> 40) / 16777216.0f - 0.5f) * 0.05f);
+    }
+    void *d;
+    CK(cudaMalloc(&d, n * 2 + 16));
+    CK(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+typedef struct variant {
+    const char *name;
+    int ratio, overlap, v41, D, d;
+    dsf_cmp_quant q;
+} variant;
+
+int main(int argc, char **argv) {
+    static const variant vs[] = {
+        {"v41_r2", 2, 0, 1, 5120, 512, DSF_CMP_Q_FP4_E4M3},  {"v41_r1", 1, 0, 1, 5120, 512, DSF_CMP_Q_FP4_E4M3},
+        {"v4_r4", 4, 1, 0, 4096, 512, DSF_CMP_Q_FP8_NOPE},   {"v4_r4_idx", 4, 1, 0, 4096, 128, DSF_CMP_Q_HAD_FP4},
+        {"v4_r128", 128, 0, 0, 4096, 512, DSF_CMP_Q_FP8_NOPE},
+    };
+    const int rows_of[] = {1, 8, 64, 4096};
+    bctx c;
+    memset(&c, 0, sizeof c);
+    CK(cudaStreamCreate(&c.st));
+    c.copy_bytes = (size_t)1 << 30;
+    CK(cudaMalloc(&c.src, c.copy_bytes));
+    CK(cudaMalloc(&c.dst, c.copy_bytes));
+    CK(cudaMemset(c.src, 1, c.copy_bytes));
+    CK(cudaMalloc((void **)&c.probe, 16));
+    double copy_gbs = 2.0 * (double)c.copy_bytes / (time_us(c.st, run_copy, &c) * 1e3);
+    double fma_tf = 132.0 * 16 * 256 * 4096 * 8 * 2 / (time_us(c.st, run_probe, &c) * 1e6);
+    printf("copy %.0f GB/s (read+write), fp32 FMA %.1f TFLOP/s\n", copy_gbs, fma_tf);
+    printf("%-10s %5s %10s %10s %10s %9s %8s %8s %8s\n", "variant", "rows", "median_us", "MB", "GFLOP", "GB/s",
+           "bw_ratio", "TFLOP/s", "fma_rat");
+    for (size_t vi = 0; vi < sizeof vs / sizeof vs[0]; vi++) {
+        const variant *v = &vs[vi];
+        if (argc > 1 && !strstr(v->name, argv[1])) continue;
+        dsf_cmp_layer *L = &c.L;
+        memset(L, 0, sizeof *L);
+        L->ratio = v->ratio, L->overlap = v->overlap, L->dim = v->D, L->d = v->d, L->quant = v->q;
+        L->ik = v->v41 ? 128 : 0, L->cap = dsf_cmp_ring_cap(v->ratio, v->overlap, 6), L->eps = 1e-6f;
+        dsf_cmp_rope_freqs(160000.0, 16.0, 32.0, 1.0, 65536, L->freq);
+        int C = dsf_cmp_channels(L), O = dsf_cmp_proj_outputs(L);
+        L->w.wkv = dev_rand((size_t)C * v->D);
+        L->w.wgate = v->ratio > 1 ? dev_rand((size_t)C * v->D) : NULL;
+        L->w.norm = dev_rand((size_t)v->d);
+        if (!v->v41) {
+            float *ape;
+            CK(cudaMalloc((void **)&ape, sizeof(float) * (size_t)(v->ratio * C)));
+            CK(cudaMemset(ape, 0, sizeof(float) * (size_t)(v->ratio * C)));
+            L->w.ape = ape;
+        }
+        if (L->ik) L->w.wk = dev_rand((size_t)L->ik * v->d), L->w.k_norm = dev_rand((size_t)L->ik);
+        for (int ri = 0; ri < 4; ri++) {
+            int rows = rows_of[ri], S = ri == 3 ? 1 : rows, len = rows / S;
+            int64_t E = dsf_cmp_entry_slots(v->ratio, len);
+            size_t rf = dsf_cmp_ring_floats(L);
+            int32_t *row0 = malloc(sizeof(int32_t) * (S + 1));
+            int64_t *pos = malloc(sizeof(int64_t) * S), *j0 = malloc(sizeof(int64_t) * S);
+            void **ptr = malloc(sizeof(void *) * 3 * S);
+            float *rings;
+            uint16_t *kv, *ik;
+            CK(cudaMalloc((void **)&rings, sizeof(float) * (rf ? rf : 1) * S));
+            CK(cudaMalloc((void **)&kv, 2 * (size_t)(E * v->d * S)));
+            CK(cudaMalloc((void **)&ik, 2 * (size_t)(E * 128 * S) + 2));
+            for (int s = 0; s <= S; s++) {
+                row0[s] = s * len;
+                if (s == S) break;
+                pos[s] = ri == 3 ? 0 : (int64_t)(1000 + s) * v->ratio + v->ratio - 1;
+                j0[s] = pos[s] / v->ratio;
+                ptr[s] = rings + (size_t)s * rf, ptr[S + s] = kv + (size_t)(s * E * v->d), ptr[2 * S + s] = ik + s * E * 128;
+            }
+            void *d_row0, *d_pos, *d_j0, *d_ptr, *x = dev_rand((size_t)rows * v->D);
+            CK(cudaMalloc(&d_row0, 4 * (S + 1)));
+            CK(cudaMalloc(&d_pos, 8 * S));
+            CK(cudaMalloc(&d_j0, 8 * S));
+            CK(cudaMalloc(&d_ptr, sizeof(void *) * 3 * S));
+            CK(cudaMemcpy(d_row0, row0, 4 * (S + 1), cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(d_pos, pos, 8 * S, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(d_j0, j0, 8 * S, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(d_ptr, ptr, sizeof(void *) * 3 * S, cudaMemcpyHostToDevice));
+            dsf_cmp_batch b = {S, rows, len, x, d_row0, d_pos, (float *const *)d_ptr,
+                               (uint16_t *const *)d_ptr + S, (uint16_t *const *)d_ptr + 2 * S, d_j0};
+            c.b = b;
+            c.scratch_bytes = dsf_cmp_scratch_bytes(L, rows);
+            CK(cudaMalloc(&c.scratch, c.scratch_bytes));
+            CK(cudaMemset(c.scratch, 0, c.scratch_bytes));
+            double us = time_us(c.st, run_cmp, &c);
+            int64_t em = ri == 3 ? rows / v->ratio : S;
+            double bytes = 2.0 * O * v->D + 2.0 * rows * v->D + (v->ratio > 1 ? 4.0 * O * (rows < S * L->cap ? rows : S * L->cap) : 0) +
+                           2.0 * em * (v->d + L->ik) + (L->ik ? 2.0 * L->ik * v->d : 0);
+            double flops = 2.0 * rows * O * v->D + 2.0 * em * L->ik * v->d;
+            printf("%-10s %5d %10.2f %10.2f %10.3f %9.0f %8.2f %8.2f %8.2f\n", v->name, rows, us, bytes / 1e6, flops / 1e9,
+                   bytes / (us * 1e3), (bytes / (copy_gbs * 1e3)) / us, flops / (us * 1e6), flops / (us * 1e6) / fma_tf);
+            cudaFree(c.scratch), cudaFree(x), cudaFree(d_row0), cudaFree(d_pos), cudaFree(d_j0), cudaFree(d_ptr);
+            cudaFree(rings), cudaFree(kv), cudaFree(ik);
+            free(row0), free(pos), free(j0), free(ptr);
+        }
+    }
+    return 0;
+}
+#endif

@@ -1,0 +1,463 @@
+// The compressor on CUDA: fused decode (GEMV, last block emits) and tiled prefill (SGEMM, emit, ring), one order.
+#include "kern/compress/compress_internal.h"
+#include "kern/cuda_check.h"
+
+enum { CTR_BYTES = 256, TCH = 8, MAX_WARPS = 8 };
+
+__device__ __forceinline__ static int dsf_cmp_channels_dev(const dsf_cmp_layer &L) { return (L.overlap ? 2 : 1) * L.d; }
+__device__ __forceinline__ static int dsf_cmp_proj_outputs_dev(const dsf_cmp_layer &L) {
+    return (L.ratio > 1 ? 2 : 1) * dsf_cmp_channels_dev(L);
+}
+
+typedef struct emit_smem {
+    float v[DSF_CMP_MAX_D], lat[DSF_CMP_MAX_D], k[DSF_CMP_MAX_IK], inv;
+    dsf_cmp_tok tok[2 * DSF_CMP_MAX_RATIO];
+} emit_smem;
+
+__device__ static int seg_of(const dsf_cmp_batch &b, int64_t row) {
+    int lo = 0, hi = b.n_seg - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (b.row0[mid] <= row) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
+// The row of position q of segment s: this call's projection (ws) or the ring for earlier positions.
+__device__ static const float *row_of(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t q, const float *ws,
+                                      int O) {
+    int64_t p0 = b.pos[s], len = b.row0[s + 1] - b.row0[s];
+    if (q >= p0 && q < p0 + len) return ws + (b.row0[s] + (q - p0)) * O;
+    return b.ring[s] + (size_t)(q & (L.cap - 1)) * 2 * dsf_cmp_channels_dev(L);
+}
+
+// Sum of squares of n values in the canonical order: warp 0, lane l takes slice l, lane 0 folds; result in sm->inv.
+__device__ static void block_inv_rms(const float *v, int n, float eps, float *out) {
+    if (threadIdx.x < 32) {
+        int S = n / DSF_CMP_SLICES, l = threadIdx.x;
+        float p = dsf_cmp_slice_sumsq(v + l * S, S), tot = __shfl_sync(0xFFFFFFFFu, p, 0);
+        for (int i = 1; i < DSF_CMP_SLICES; i++) {
+            float x = __shfl_sync(0xFFFFFFFFu, p, i);
+            tot = DSF_CMP_ADD(tot, x);
+        }
+        if (l == 0) *out = dsf_cmp_inv_rms(tot, n, eps);
+    }
+    __syncthreads();
+}
+
+// RoPE of the last 64 of n dims, optional Hadamard, block QDQ, NaN control; v in shared memory; ends synced.
+__device__ static void finish_dev(const dsf_cmp_layer &L, float *v, int n, int64_t pos, int kind, int blk, int had,
+                                  int fault) {
+    int t = threadIdx.x, nt = blockDim.x;
+    for (int i = t; i < DSF_CMP_ROPE_DIM / 2; i += nt)
+        dsf_cmp_rope_pair(v + n - DSF_CMP_ROPE_DIM + 2 * i, pos, L.freq[i]);
+    __syncthreads();
+    if (had) {
+        for (int h = 1; h < n; h *= 2) {
+            for (int i = t; i < n / 2; i += nt) dsf_cmp_hadamard_pair(v, h, i);
+            __syncthreads();
+        }
+        float sc = dsf_cmp_hadamard_scale(n);
+        for (int c = t; c < n; c += nt) v[c] = dsf_bf16_round(DSF_CMP_MUL(v[c], sc));
+        __syncthreads();
+    }
+    int qn = kind == 0 ? n - DSF_CMP_ROPE_DIM : n;
+    for (int bi = t; bi < qn / blk; bi += nt) dsf_cmp_qdq_block(v + bi * blk, blk, kind);
+    __syncthreads();
+    if (fault == DSF_CMP_NAN && t == 0) v[n - 1] = __int_as_float(0x7FC00000);
+    __syncthreads();
+}
+
+// One entry j of segment s, by the whole block: pool (or take the row), norm, index key, RoPE, quantise, write.
+__device__ static void emit_dev(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, const float *ws,
+                                int O, int fault, int wide, emit_smem &sm) {
+    int t = threadIdx.x, nt = blockDim.x, d = L.d, r = L.ratio, C = dsf_cmp_channels_dev(L);
+    int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * r;
+    for (int i = t; i < n; i += nt) {
+        int cur = !prev || i >= r;
+        int64_t q = (j - (cur ? 0 : 1)) * r + (cur && prev ? i - r : i);
+        sm.tok[i].row = row_of(L, b, s, q, ws, O);
+        sm.tok[i].off = cur && L.overlap ? d : 0;
+    }
+    __syncthreads();
+    for (int c = t; c < d; c += nt)
+        sm.v[c] = dsf_bf16_round(r == 1 ? __ldcg(sm.tok[0].row + c) : dsf_cmp_pool(sm.tok, n, C, c, wide));
+    __syncthreads();
+    block_inv_rms(sm.v, d, L.eps, &sm.inv);
+    for (int c = t; c < d; c += nt) sm.v[c] = sm.lat[c] = dsf_cmp_norm_elem(sm.v[c], sm.inv, L.w.norm[c]);
+    __syncthreads();
+    int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
+    finish_dev(L, sm.v, d, j * r + (r == 1 && wide ? 1 : 0), kind, kind == 0 ? 64 : kind == 1 ? 32 : 16, kind == 1,
+               fault);
+    uint16_t *out = b.kv[s] + (size_t)(j - b.j0[s]) * d;
+    for (int c = t; c < d; c += nt) out[c] = dsf_bf16_from_f32(sm.v[c]);
+    if (!L.ik) return;
+    int S = d / DSF_CMP_SLICES, lane = t & 31;
+    for (int o = t >> 5; o < L.ik; o += nt >> 5) {
+        float p = dsf_cmp_slice_dot(sm.lat + lane * S, L.w.wk + (size_t)o * d + lane * S, S);
+        float tot = __shfl_sync(0xFFFFFFFFu, p, 0);
+        for (int i = 1; i < DSF_CMP_SLICES; i++) {
+            float x = __shfl_sync(0xFFFFFFFFu, p, i);
+            tot = DSF_CMP_ADD(tot, x);
+        }
+        if (lane == 0) sm.k[o] = dsf_bf16_round(tot);
+    }
+    __syncthreads();
+    block_inv_rms(sm.k, L.ik, L.eps, &sm.inv);
+    for (int o = t; o < L.ik; o += nt) sm.k[o] = dsf_cmp_norm_elem(sm.k[o], sm.inv, L.w.k_norm[o]);
+    __syncthreads();
+    finish_dev(L, sm.k, L.ik, j * r, 1, 32, 0, fault);
+    uint16_t *ko = b.ik[s] + (size_t)(j - b.j0[s]) * L.ik;
+    for (int o = t; o < L.ik; o += nt) ko[o] = dsf_bf16_from_f32(sm.k[o]);
+    __syncthreads();
+}
+
+// Whether token p of segment s emits entry j (by the fault's rule); -1 when it does not.
+__device__ static int64_t emitted_at(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t p, int fault) {
+    int late = fault == DSF_CMP_LATE;
+    int64_t j = dsf_cmp_emits(L.ratio, p, late);
+    if (j < 0 || (late && (j < b.j0[s] || (L.ratio == 1 && j < b.pos[s])))) return -1;
+    return j;
+}
+
+// Finishes one projected value (APE for scores) and stores it in ws and, on the fused path, in the ring.
+__device__ static void store_proj(const dsf_cmp_layer &L, const dsf_cmp_batch &b, float *ws, int O, int64_t row, int o,
+                                  float v, int fault, int to_ring) {
+    int C = dsf_cmp_channels_dev(L), s = seg_of(b, row);
+    int64_t p = b.pos[s] + (row - b.row0[s]);
+    if (o >= C && L.w.ape && fault != DSF_CMP_NO_APE) v = DSF_CMP_ADD(v, L.w.ape[(p % L.ratio) * C + (o - C)]);
+    ws[row * O + o] = v;
+    if (to_ring) b.ring[s][(size_t)(p & (L.cap - 1)) * 2 * C + o] = v;
+}
+
+__device__ static void bf16x8(uint4 u, float *f) {
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+}
+
+// Fused decode: warp = one output, lane = one K slice, TCH rows at a time; then the last block emits every entry.
+__global__ void __launch_bounds__(256) cmp_fused(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, unsigned *counter,
+                                                 int fault, int wide, int skip) {
+    __shared__ float part[MAX_WARPS][TCH][DSF_CMP_SLICES + 1];
+    __shared__ emit_smem sm;
+    __shared__ int last;
+    int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, S = D / DSF_CMP_SLICES;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, o = blockIdx.x * (blockDim.x >> 5) + warp;
+    const uint16_t *w = o < O ? (o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D) + lane * S : NULL;
+    for (int64_t t0 = 0; t0 < b.rows; t0 += TCH) {
+        int nt = b.rows - t0 < TCH ? (int)(b.rows - t0) : TCH;
+        float acc[TCH];
+#pragma unroll
+        for (int t = 0; t < TCH; t++) acc[t] = 0.0f;
+        if (w) {
+#pragma unroll 2
+            for (int k = 0; k < S; k += 8) {
+                float wf[8], xf[8];
+                bf16x8(*(const uint4 *)(w + k), wf);
+#pragma unroll
+                for (int t = 0; t < TCH; t++) {
+                    if (t >= nt) break;
+                    bf16x8(*(const uint4 *)(b.x + (t0 + t) * D + lane * S + k), xf);
+#pragma unroll
+                    for (int i = 0; i < 8; i++) acc[t] = DSF_CMP_MADD(xf[i], wf[i], acc[t]);
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < TCH; t++) part[warp][t][lane] = acc[t];
+        __syncwarp();
+        if (w && lane < nt) {
+            float tot = part[warp][lane][0];
+            for (int s = 1; s < DSF_CMP_SLICES - skip; s++) tot = DSF_CMP_ADD(tot, part[warp][lane][s]);
+            store_proj(L, b, ws, O, t0 + lane, o, tot, fault, L.ratio > 1);
+        }
+        __syncwarp();
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int s = 0; s < b.n_seg; s++)
+        for (int64_t p = b.pos[s]; p < b.pos[s] + (b.row0[s + 1] - b.row0[s]); p++) {
+            int64_t j = emitted_at(L, b, s, p, fault);
+            if (j >= 0) emit_dev(L, b, s, j, ws, O, fault, wide, sm);
+        }
+    if (threadIdx.x == 0) *counter = 0;
+}
+
+// Tiled prefill: BM rows x BN outputs, K tiles of 8 in order, the slice folded in at each boundary as the GEMV does.
+template <int BM, int BN, int TM, int TN>
+__global__ void __launch_bounds__(256) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, int fault, int skip) {
+    __shared__ __align__(16) float As[2][8][BM];
+    __shared__ __align__(16) float Bs[2][8][BN];
+    int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, per_slice = D / DSF_CMP_SLICES / 8;
+    int tid = threadIdx.x, tx = tid % (BN / TN), ty = tid / (BN / TN);
+    int64_t r0 = (int64_t)blockIdx.y * BM;
+    int o0 = blockIdx.x * BN;
+    const uint16_t *src = NULL;
+    int lrow = -1, isb = 0;
+    if (tid < BM) {
+        lrow = tid;
+        if (r0 + tid < b.rows) src = b.x + (r0 + tid) * D;
+    } else if (tid < BM + BN) {
+        lrow = tid - BM, isb = 1;
+        int o = o0 + lrow;
+        if (o < O) src = o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D;
+    }
+    float acc[TM][TN], tot[TM][TN], f[8];
+    uint4 reg = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) acc[i][j] = 0.0f, tot[i][j] = 0.0f;
+    int nk = D / 8;
+    if (src) reg = *(const uint4 *)src;
+    if (lrow >= 0) {
+        bf16x8(reg, f);
+        for (int k = 0; k < 8; k++) (isb ? Bs[0][k] : As[0][k])[lrow] = f[k];
+    }
+    __syncthreads();
+    for (int kt = 0; kt < nk; kt++) {
+        int cur = kt & 1;
+        if (kt + 1 < nk && src) reg = *(const uint4 *)(src + (kt + 1) * 8);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float a[TM], bb[TN];
+#pragma unroll
+            for (int i = 0; i < TM; i++) a[i] = As[cur][k][ty * TM + i];
+#pragma unroll
+            for (int j = 0; j < TN; j++) bb[j] = Bs[cur][k][tx * TN + j];
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) acc[i][j] = DSF_CMP_MADD(a[i], bb[j], acc[i][j]);
+        }
+        if (kt + 1 < nk && lrow >= 0) {
+            bf16x8(reg, f);
+            for (int k = 0; k < 8; k++) (isb ? Bs[cur ^ 1][k] : As[cur ^ 1][k])[lrow] = f[k];
+        }
+        if ((kt + 1) % per_slice == 0) {
+            int sl = (kt + 1) / per_slice - 1;
+            int keep = !(skip && sl == DSF_CMP_SLICES - 1);
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) {
+                    if (sl == 0) tot[i][j] = acc[i][j];
+                    else if (keep) tot[i][j] = DSF_CMP_ADD(tot[i][j], acc[i][j]);
+                    acc[i][j] = 0.0f;
+                }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+            int64_t row = r0 + ty * TM + i;
+            int o = o0 + tx * TN + j;
+            if (row < b.rows && o < O) store_proj(L, b, ws, O, row, o, tot[i][j], fault, 0);
+        }
+}
+
+// Prefill emissions: block (s, e) takes entry floor(p0/r) - 1 + e of segment s when a token of the segment emits it.
+__global__ void __launch_bounds__(256) cmp_emit(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws, int fault, int wide) {
+    __shared__ emit_smem sm;
+    int s = blockIdx.x, r = L.ratio;
+    int64_t p0 = b.pos[s], len = b.row0[s + 1] - b.row0[s], j = p0 / r - 1 + blockIdx.y;
+    int64_t p = j * r + r - 1 + (fault == DSF_CMP_LATE ? 1 : 0);
+    if (j < 0 || p < p0 || p >= p0 + len || emitted_at(L, b, s, p, fault) != j) return;
+    emit_dev(L, b, s, j, ws, dsf_cmp_proj_outputs_dev(L), fault, wide, sm);
+}
+
+// Prefill ring rows: the call's rows of the last cap positions of each segment, after the emissions read the ring.
+__global__ void cmp_ring_rows(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws) {
+    int64_t row = blockIdx.x;
+    int s = seg_of(b, row), C2 = 2 * dsf_cmp_channels_dev(L);
+    int64_t p = b.pos[s] + (row - b.row0[s]), end = b.pos[s] + (b.row0[s + 1] - b.row0[s]);
+    if (p < end - L.cap) return;
+    for (int c = threadIdx.x; c < C2; c += blockDim.x) b.ring[s][(size_t)(p & (L.cap - 1)) * C2 + c] = ws[row * C2 + c];
+}
+
+__global__ void cmp_ring_reset(float *ring, int cap, int C) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)cap * 2 * C; i += (int64_t)gridDim.x * blockDim.x)
+        ring[i] = (i / C) % 2 ? -INFINITY : 0.0f;
+}
+
+extern "C" size_t dsf_cmp_scratch_bytes(const dsf_cmp_layer *L, int64_t rows) {
+    return CTR_BYTES + sizeof(float) * (size_t)(rows > 0 ? rows : 1) * (size_t)dsf_cmp_proj_outputs(L);
+}
+
+static int geom_check(const dsf_geom *g, dsf_err *e) {
+    if (g->threads < 64 || g->threads > 256 || g->threads % 32 || g->dyn_smem < 0 || g->p[0] < 0 || g->p[0] > 2 ||
+        g->p[1] < 0 || g->p[1] > 1)
+        return dsf_fail(e, "compressor cuda geometry %s: threads %d (64..256, multiple of 32), path %d, tile %d",
+                        g->name, g->threads, g->p[0], g->p[1]);
+    return 0;
+}
+
+static const void *gemm_fn(int tile) {
+    return tile ? (const void *)cmp_gemm<128, 128, 8, 8> : (const void *)cmp_gemm<64, 64, 4, 4>;
+}
+
+static int launch(const void *fn, dim3 grid, int threads, int smem, void *stream, void **args, const char *what,
+                  dsf_err *e) {
+    if (smem > 48 * 1024) DSF_CUDA_TRY(e, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    DSF_CUDA_TRY(e, cudaLaunchKernel(fn, grid, dim3((unsigned)threads), args, (size_t)smem, (cudaStream_t)stream));
+    DSF_CUDA_LAUNCHED(e, what);
+    return 0;
+}
+
+extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b,
+                                  void *scratch, size_t scratch_bytes, int fault, dsf_err *e) {
+    if (dsf_cmp_batch_check(L, b, e) || geom_check(g, e)) return -1;
+    if (scratch_bytes < dsf_cmp_scratch_bytes(L, b->rows) || (uintptr_t)scratch % 256)
+        return dsf_fail(e, "compressor: scratch of %zu bytes at %p, need %zu aligned to 256", scratch_bytes, scratch,
+                        dsf_cmp_scratch_bytes(L, b->rows));
+    if ((uintptr_t)b->x % 16 || (uintptr_t)L->w.wkv % 16 || (uintptr_t)L->w.wgate % 16)
+        return dsf_fail(e, "compressor: x and projection weights must be 16-byte aligned");
+    if (b->rows == 0 || b->n_seg == 0) return 0;
+    if (b->rows > 0x7FFFFFFF) return dsf_fail(e, "compressor: %lld rows", (long long)b->rows);
+    dsf_cmp_layer l = *L;
+    dsf_cmp_batch bb = *b;
+    unsigned *counter = (unsigned *)scratch;
+    float *ws = (float *)((char *)scratch + CTR_BYTES);
+    int wide = fault == DSF_CMP_GEOM && g->threads >= 256, skip = fault == DSF_CMP_BATCH && b->n_seg > DSF_CMP_SUITE_MAX_SEG;
+    int O = dsf_cmp_proj_outputs(L), span = (L->overlap ? 2 : 1) * L->ratio;
+    int fused = g->p[0] != 2 && b->rows <= DSF_CMP_FUSED_MAX_ROWS && (L->ratio == 1 || b->max_len <= L->cap - span);
+    if (fused) {
+        int opb = g->threads / 32;
+        void *args[] = {&l, &bb, &ws, &counter, &fault, &wide, &skip};
+        return launch((const void *)cmp_fused, dim3((unsigned)((O + opb - 1) / opb)), g->threads, g->dyn_smem, stream,
+                      args, "cmp_fused", e);
+    }
+    int bm = g->p[1] ? 128 : 64;
+    void *gargs[] = {&l, &bb, &ws, &fault, &skip};
+    if (launch(gemm_fn(g->p[1]), dim3((unsigned)((O + bm - 1) / bm), (unsigned)((b->rows + bm - 1) / bm)), 256,
+               g->dyn_smem, stream, gargs, "cmp_gemm", e))
+        return -1;
+    unsigned ey = (unsigned)dsf_cmp_entry_slots(L->ratio, b->max_len) + 1;
+    void *eargs[] = {&l, &bb, &ws, &fault, &wide};
+    if (launch((const void *)cmp_emit, dim3((unsigned)b->n_seg, ey), g->threads, 0, stream, eargs, "cmp_emit", e))
+        return -1;
+    if (L->ratio == 1) return 0;
+    void *rargs[] = {&l, &bb, &ws};
+    return launch((const void *)cmp_ring_rows, dim3((unsigned)b->rows), 256, 0, stream, rargs, "cmp_ring_rows", e);
+}
+
+extern "C" int dsf_cmp_run_cuda(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b,
+                                void *scratch, size_t scratch_bytes, dsf_err *e) {
+    return dsf_cmp_run_cuda_v(stream, g, L, b, scratch, scratch_bytes, DSF_CMP_REAL, e);
+}
+
+extern "C" int dsf_cmp_ring_reset_cuda(void *stream, const dsf_cmp_layer *L, float *ring, dsf_err *e) {
+    int cap = L->cap, C = dsf_cmp_channels(L);
+    if (!cap) return 0;
+    void *args[] = {&ring, &cap, &C};
+    return launch((const void *)cmp_ring_reset, dim3(64), 256, 0, stream, args, "cmp_ring_reset", e);
+}
+
+extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e) {
+    (void)fault;
+    if (geom_check(g, e)) return -1;
+    cudaFuncAttributes a;
+    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, g->p[0] == 2 ? gemm_fn(g->p[1]) : (const void *)cmp_fused));
+    out->regs_per_thread = a.numRegs;
+    out->static_smem = (int)a.sharedSizeBytes;
+    out->max_threads_per_block = a.maxThreadsPerBlock;
+    out->local_bytes = (int)a.localSizeBytes;
+    return 0;
+}
+
+// Contract-only state: device copies of the batch arrays and a scratch, grown as cases need (one call at a time).
+static void *meta_dev, *scratch_dev;
+static size_t meta_cap, scratch_cap;
+
+static int grow(void **p, size_t *cap, size_t need, int zero, dsf_err *e) {
+    if (need <= *cap) return 0;
+    if (*p) cudaFree(*p);
+    *p = NULL;
+    *cap = 0;
+    DSF_CUDA_TRY(e, cudaMalloc(p, need));
+    if (zero) DSF_CUDA_TRY(e, cudaMemset(*p, 0, need));
+    *cap = need;
+    return 0;
+}
+
+extern "C" int dsf_cmp_contract_cuda(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, int n_seg, int64_t len,
+                                     const uint16_t *x, const int64_t *pos, const float *ring_in, float *ring_out,
+                                     uint16_t *kv, uint16_t *ik, int fault, dsf_err *e) {
+    cudaStream_t st = (cudaStream_t)stream;
+    int64_t E = dsf_cmp_entry_slots(L->ratio, len);
+    size_t rf = dsf_cmp_ring_floats(L), S = (size_t)n_seg;
+    size_t bytes = S * (sizeof(int64_t) * 5) + sizeof(int32_t) * (S + 1) + 64;
+    char *host = (char *)dsf_calloc(1, bytes);
+    int64_t *hpos = (int64_t *)host, *j0 = hpos + S;
+    void **ptr = (void **)(j0 + S);
+    int32_t *row0 = (int32_t *)(ptr + 3 * S);
+    int rc = -1;
+    if (grow(&meta_dev, &meta_cap, bytes, 0, e) ||
+        grow(&scratch_dev, &scratch_cap, dsf_cmp_scratch_bytes(L, (int64_t)S * len), 1, e))
+        goto out;
+    if (cudaMemcpyAsync(hpos, pos, sizeof(int64_t) * S, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+        cudaStreamSynchronize(st) != cudaSuccess) {
+        dsf_fail(e, "compressor contract: positions could not be read back");
+        goto out;
+    }
+    for (size_t s = 0; s <= S; s++) {
+        row0[s] = (int32_t)(s * (size_t)len);
+        if (s == S) break;
+        j0[s] = hpos[s] / L->ratio;
+        ptr[s] = ring_out + s * rf;
+        ptr[S + s] = kv + s * (size_t)(E * L->d);
+        ptr[2 * S + s] = ik + s * (size_t)(E * L->ik);
+    }
+    {
+        char *dm = (char *)meta_dev;
+        dsf_cmp_batch b = {n_seg,
+                           (int64_t)S * len,
+                           (int)len,
+                           x,
+                           (const int32_t *)(dm + ((char *)row0 - host)),
+                           pos,
+                           (float *const *)(dm + ((char *)ptr - host)),
+                           (uint16_t *const *)(dm + ((char *)(ptr + S) - host)),
+                           (uint16_t *const *)(dm + ((char *)(ptr + 2 * S) - host)),
+                           (const int64_t *)(dm + ((char *)j0 - host))};
+        if (cudaMemcpyAsync(meta_dev, host, bytes, cudaMemcpyHostToDevice, st) != cudaSuccess ||
+            (rf && cudaMemcpyAsync(ring_out, ring_in, sizeof(float) * rf * S, cudaMemcpyDeviceToDevice, st)) ||
+            cudaMemsetAsync(kv, 0, 2 * S * (size_t)(E * L->d), st) ||
+            (L->ik && cudaMemsetAsync(ik, 0, 2 * S * (size_t)(E * L->ik), st))) {
+            dsf_fail(e, "compressor contract: setup copies failed");
+            goto out;
+        }
+        rc = dsf_cmp_run_cuda_v(stream, g, L, &b, scratch_dev, scratch_cap, fault, e);
+        if (cudaStreamSynchronize(st) != cudaSuccess && !rc) rc = dsf_fail(e, "compressor contract: sync failed");
+    }
+out:
+    free(host);
+    return rc;
+}
+
+// Benchmark probe: 8 independent fp32 FMA chains per thread, the rate the prefill GEMM is compared against.
+__global__ void cmp_fma_probe(float *out, int iters, float seed) {
+    float a[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) a[i] = seed + (float)(threadIdx.x + i);
+    for (int k = 0; k < iters; k++)
+#pragma unroll
+        for (int i = 0; i < 8; i++) a[i] = __fmaf_rn(a[i], 0.999999f, 1e-7f);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; i++) s += a[i];
+    if (s == 12345.678f) out[0] = s;
+}
+
+extern "C" int dsf_cmp_cuda_fma_probe(void *stream, int blocks, int iters, float *out, dsf_err *e) {
+    float seed = 1.0f;
+    void *args[] = {&out, &iters, &seed};
+    return launch((const void *)cmp_fma_probe, dim3((unsigned)blocks), 256, 0, stream, args, "cmp_fma_probe", e);
+}
