@@ -40,10 +40,21 @@ static void test_real_table_sizes(void) {
     TEST_ASSERT(h.rows[0] == 384006168 && h.rows[1] == 384016682);
     TEST_ASSERT(h.offsets[0][8] == 128000880 && h.offsets[0][16] == 256002934);
     TEST_ASSERT(h.offsets[1][8] == 128004290 && h.offsets[1][16] == 256009984);
-    TEST_ASSERT(h.primes[0][0] == 16000057 && h.primes[1][0] == 16000477 && h.pad == 1 && !h.stand_in);
+    TEST_ASSERT(h.primes[0][0] == 16000057 && h.primes[1][0] == 16000477 && h.pad == 1);
     a.engram_num_embeddings[1] = 384016681;
     TEST_ASSERT(dsf_engram_hash_init(&a, &m, &h, &e) != 0 && strstr(e.msg, "384016682"));
     dsf_engram_map_free(&m);
+}
+
+// The generated table must hold the spec's published values for layers 1 and 14, and refuse other vocab sizes.
+static void test_multiplier_table(void) {
+    static const int64_t l1[4] = {76632096046245, 4839876093313, 35959672319349, 73987337458391};
+    static const int64_t l14[4] = {67716810739261, 51510806800915, 30921347202721, 82619226485591};
+    int64_t m[4];
+    TEST_ASSERT(dsf_engram_multipliers(1, 99092, m) == 0 && !memcmp(m, l1, sizeof m));
+    TEST_ASSERT(dsf_engram_multipliers(14, 99092, m) == 0 && !memcmp(m, l14, sizeof m));
+    TEST_ASSERT(dsf_engram_multipliers(4, 99092, m) == 0 && (m[0] & 1) && (m[3] & 1));
+    TEST_ASSERT(dsf_engram_multipliers(1, 99093, m) == -1 && dsf_engram_multipliers(64, 99092, m) == -1);
 }
 
 // Expected ids computed by hand (Python ints) from spec §3.2.6: columns 0, 8 and 23 of layer 1.
@@ -192,6 +203,7 @@ static void test_corrupt_tables(void) {
 
 int main(void) {
     TEST_RUN(test_real_table_sizes);
+    TEST_RUN(test_multiplier_table);
     TEST_RUN(test_hash_by_hand);
     TEST_RUN(test_chunked_and_rollback);
     TEST_RUN(test_map_file);

@@ -32,14 +32,16 @@ int dsf_engram_map_load(const char *path, dsf_engram_map *out, dsf_err *e);
 int dsf_engram_map_from_ids(const int32_t *ids, int64_t n, int64_t n_compressed, dsf_engram_map *out, dsf_err *e);
 void dsf_engram_map_free(dsf_engram_map *m);
 
-// Spec §3.2.6 multipliers of a layer id: 0 listed; 1 unknown (synthetic), the index-th listed set stands in; -1 none.
-int dsf_engram_multipliers(int layer_id, int64_t n_compressed, int index, int64_t mult[DSF_ENGRAM_MAX_NGRAM]);
+// Spec §3.2.6 multipliers of a layer id from the generated table (engram_mult_table.c); 0, or -1 outside it.
+int dsf_engram_multipliers(int layer_id, int64_t n_compressed, int64_t mult[DSF_ENGRAM_MAX_NGRAM]);
+extern const int64_t dsf_engram_mult_n_compressed;
+extern const int dsf_engram_mult_layers;
+extern const int64_t dsf_engram_mult_table[][4];
 
 // Everything the hash needs, for all Engram layers; built once at load.
 typedef struct dsf_engram_hash {
     int n_layers, max_ngram, n_heads, cols;
     int layer_ids[DSF_ENGRAM_MAX_LAYERS];
-    int stand_in; // 1 when some layer uses stand-in multipliers
     int64_t pad;  // map.ids[engram_pad_id], not the pad id itself (pitfall 11)
     int64_t mult[DSF_ENGRAM_MAX_LAYERS][DSF_ENGRAM_MAX_NGRAM];
     int64_t primes[DSF_ENGRAM_MAX_LAYERS][DSF_ENGRAM_MAX_COLS];  // column order: n-gram major, head minor

@@ -5,26 +5,10 @@
 #include "io/engram_primes.h"
 #include "kern/engram/engram.h"
 
-// Spec §3.2.6: numpy default_rng(10007*L).integers(0, (2^63-1)//99092//2, 4, int64)*2+1, NumPy 1.24.2 and 2.5.2.
-static const struct {
-    int layer;
-    int64_t n_compressed;
-    int64_t mult[4];
-} known_mult[] = {
-    {1, 99092, {76632096046245, 4839876093313, 35959672319349, 73987337458391}},
-    {14, 99092, {67716810739261, 51510806800915, 30921347202721, 82619226485591}},
-};
-
-int dsf_engram_multipliers(int layer_id, int64_t n_compressed, int index, int64_t mult[DSF_ENGRAM_MAX_NGRAM]) {
-    int n = (int)(sizeof known_mult / sizeof known_mult[0]);
-    for (int i = 0; i < n; i++)
-        if (known_mult[i].layer == layer_id && known_mult[i].n_compressed == n_compressed) {
-            memcpy(mult, known_mult[i].mult, sizeof known_mult[i].mult);
-            return 0;
-        }
-    if (index < 0 || index >= n) return -1;
-    memcpy(mult, known_mult[index].mult, sizeof known_mult[index].mult);
-    return 1;
+int dsf_engram_multipliers(int layer_id, int64_t n_compressed, int64_t mult[DSF_ENGRAM_MAX_NGRAM]) {
+    if (n_compressed != dsf_engram_mult_n_compressed || layer_id < 0 || layer_id >= dsf_engram_mult_layers) return -1;
+    memcpy(mult, dsf_engram_mult_table[layer_id], sizeof dsf_engram_mult_table[layer_id]);
+    return 0;
 }
 
 int dsf_engram_hash_init(const dsf_args *a, const dsf_engram_map *map, dsf_engram_hash *h, dsf_err *e) {
@@ -54,9 +38,9 @@ int dsf_engram_hash_init(const dsf_args *a, const dsf_engram_map *map, dsf_engra
         if (h->rows[l] != a->engram_num_embeddings[l])
             return dsf_fail(e, "engram: layer %d: the prime rule gives %lld table rows, the config says %lld",
                             a->engram_layers[l], (long long)h->rows[l], (long long)a->engram_num_embeddings[l]);
-        int rc = dsf_engram_multipliers(a->engram_layers[l], map->n_compressed, l, h->mult[l]);
-        if (rc < 0) return dsf_fail(e, "engram: no hash multipliers for layer %d", a->engram_layers[l]);
-        h->stand_in |= rc;
+        if (dsf_engram_multipliers(a->engram_layers[l], map->n_compressed, h->mult[l]))
+            return dsf_fail(e, "engram: no hash multipliers for layer %d with %lld compressed ids (tools/gen_engram_multipliers)",
+                            a->engram_layers[l], (long long)map->n_compressed);
         int64_t off = 0;
         for (int c = 0; c < cols; c++) {
             h->primes[l][c] = primes[l * cols + c];
