@@ -7,6 +7,13 @@
 #include "tok/tok_internal.h"
 #include "tok_test_util.h"
 
+// Under ASan every 8th string is enough to look for memory errors; the plain build compares every string.
+#ifdef __SANITIZE_ADDRESS__
+#define CORPUS_STRIDE 8
+#else
+#define CORPUS_STRIDE 1
+#endif
+
 static dsf_tok *tok;
 
 static void test_golden(void) {
@@ -38,8 +45,15 @@ static void test_golden(void) {
 }
 
 static void test_special_ids(void) {
-    const char *names[] = {"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>", "<｜User｜>",
-                           "<｜Assistant｜>", "<think>", "</think>", "｜DSML｜", "<｜latest_reminder｜>"};
+    const char *names[] = {"<｜begin▁of▁sentence｜>",
+                           "<｜end▁of▁sentence｜>",
+                           "<｜▁pad▁｜>",
+                           "<｜User｜>",
+                           "<｜Assistant｜>",
+                           "<think>",
+                           "</think>",
+                           "｜DSML｜",
+                           "<｜latest_reminder｜>"};
     int32_t ids[] = {0, 1, 2, 128803, 128804, 128821, 128822, 128825, 128828};
     for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) TEST_ASSERT(dsf_tok_id(tok, names[i]) == ids[i]);
     TEST_ASSERT(dsf_tok_size(tok) == 129280);
@@ -57,7 +71,7 @@ static void stream_check(const dsf_tok_ids *ids, const dsf_tok_buf *want, int *b
     dsf_tok_buf out = {0};
     for (size_t i = 0; i < ids->n; i++) dsf_tok_stream_push(tok, &s, ids->v[i], &out, NULL);
     dsf_tok_stream_finish(&s, &out);
-    if (out.n != want->n || memcmp(out.p, want->p, want->n)) (*bad)++;
+    if (out.n != want->n || (want->n && memcmp(out.p, want->p, want->n))) (*bad)++;
     dsf_tok_buf_free(&out);
 }
 
@@ -82,7 +96,10 @@ static void test_stream_partial_utf8(void) {
     TEST_ASSERT(out.n == 3 && !memcmp(out.p, "\xE4\xBD\xA0", 3) && s.npend == 0);
     TEST_ASSERT(!dsf_tok_stream_push(tok, &s, byte_token(0xE4), &out, NULL));
     TEST_ASSERT(!dsf_tok_stream_push(tok, &s, byte_token('a'), &out, NULL));
-    TEST_ASSERT(out.n == 7 && !memcmp(out.p + 3, "\xEF\xBF\xBD" "a", 4));
+    TEST_ASSERT(out.n == 7 && !memcmp(out.p + 3,
+                                      "\xEF\xBF\xBD"
+                                      "a",
+                                      4));
     TEST_ASSERT(!dsf_tok_stream_push(tok, &s, byte_token(0xF0), &out, NULL));
     dsf_tok_stream_finish(&s, &out);
     TEST_ASSERT(out.n == 10 && !memcmp(out.p + 7, "\xEF\xBF\xBD", 3));
@@ -102,8 +119,9 @@ static void test_hf_corpus(void) {
     size_t cap = 0;
     ssize_t len = getline(&line, &cap, f);
     TEST_ASSERT(len > 0 && strstr(line, dsf_tok_sha256(tok)));
-    int n = 0, wrong = 0, wrong_decode = 0, wrong_stream = 0;
+    int n = 0, wrong = 0, wrong_decode = 0, wrong_stream = 0, line_no = 0;
     while ((len = getline(&line, &cap, f)) > 0) {
+        if (line_no++ % CORPUS_STRIDE) continue;
         char *tab = strchr(line, '\t');
         if (!tab) {
             wrong++;
@@ -118,7 +136,7 @@ static void test_hf_corpus(void) {
         }
         dsf_utf8_lossy(text.p, text.n, &lossy);
         dsf_tok_decode(tok, got.v, got.n, &back, NULL);
-        if (back.n != lossy.n || memcmp(back.p, lossy.p, lossy.n)) wrong_decode++;
+        if (back.n != lossy.n || (lossy.n && memcmp(back.p, lossy.p, lossy.n))) wrong_decode++;
         stream_check(&got, &lossy, &wrong_stream);
         dsf_tok_buf_free(&text), dsf_tok_buf_free(&lossy), dsf_tok_buf_free(&back);
         dsf_tok_ids_free(&want), dsf_tok_ids_free(&got);
@@ -126,16 +144,27 @@ static void test_hf_corpus(void) {
     }
     printf("corpus: %d strings, %d ids differ from HF, %d decode and %d stream mismatches\n", n, wrong, wrong_decode,
            wrong_stream);
-    TEST_ASSERT(n >= 10000);
+    TEST_ASSERT(n >= 10000 / CORPUS_STRIDE);
     TEST_ASSERT(wrong == 0 && wrong_decode == 0 && wrong_stream == 0);
     free(line);
     fclose(f);
 }
 
 static void test_lossy(void) {
-    const char *in[] = {"a\xC3", "\xED\xA0\x80", "\xE0\xA0", "\xF0\x9F\x98" "a", "\xC0\xAF", "ok"};
-    const char *want[] = {"a\xEF\xBF\xBD", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD", "\xEF\xBF\xBD",
-                          "\xEF\xBF\xBD" "a", "\xEF\xBF\xBD\xEF\xBF\xBD", "ok"};
+    const char *in[] = {"a\xC3",
+                        "\xED\xA0\x80",
+                        "\xE0\xA0",
+                        "\xF0\x9F\x98"
+                        "a",
+                        "\xC0\xAF",
+                        "ok"};
+    const char *want[] = {"a\xEF\xBF\xBD",
+                          "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD",
+                          "\xEF\xBF\xBD",
+                          "\xEF\xBF\xBD"
+                          "a",
+                          "\xEF\xBF\xBD\xEF\xBF\xBD",
+                          "ok"};
     for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
         dsf_tok_buf b = {0};
         dsf_utf8_lossy(in[i], strlen(in[i]), &b);
@@ -165,13 +194,14 @@ static void load_fails(const char *json, const char *from, const char *to, const
 }
 
 static void test_bad_files(void) {
-    const char *json = "{\"added_tokens\": [{\"id\": 3, \"content\": \"<s>\", \"single_word\": false, \"lstrip\": false,"
-                       " \"rstrip\": false, \"normalized\": false, \"special\": true}],"
-                       " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
-                       "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\p{N}{1,3}\"}, \"behavior\": \"Isolated\","
-                       " \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]},"
-                       " \"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0,"
-                       " \"b\": 1, \"ab\": 2}, \"merges\": [\"a b\"]}}";
+    const char *json =
+        "{\"added_tokens\": [{\"id\": 3, \"content\": \"<s>\", \"single_word\": false, \"lstrip\": false,"
+        " \"rstrip\": false, \"normalized\": false, \"special\": true}],"
+        " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+        "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\p{N}{1,3}\"}, \"behavior\": \"Isolated\","
+        " \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]},"
+        " \"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0,"
+        " \"b\": 1, \"ab\": 2}, \"merges\": [\"a b\"]}}";
     load_fails(json, "\"lstrip\": false", "\"lstrip\": true", "added_tokens[0].lstrip");
     load_fails(json, "\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}", "normalizer");
     load_fails(json, "\"Isolated\"", "\"Removed\"", "pretokenizers[0]");

@@ -121,11 +121,12 @@ static void test_rules(void) {
     TEST_ASSERT(render("[{\"role\":\"developer\",\"content\":\"x\"}]", DSF_CHAT_V41, 1, &out, &e) == -1 &&
                 strstr(e.msg, "developer"));
     out.n = 0;
-    TEST_ASSERT(!render("[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":"
-                        "[{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"now\",\"arguments\":\"{}\"}}]},"
-                        "{\"role\":\"tool\",\"tool_call_id\":\"c\",\"content\":\"12:00\"},{\"role\":\"user\",\"content\":"
-                        "\"thanks\"}]",
-                        DSF_CHAT_V4, 0, &out, NULL));
+    TEST_ASSERT(
+        !render("[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":"
+                "[{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"now\",\"arguments\":\"{}\"}}]},"
+                "{\"role\":\"tool\",\"tool_call_id\":\"c\",\"content\":\"12:00\"},{\"role\":\"user\",\"content\":"
+                "\"thanks\"}]",
+                DSF_CHAT_V4, 0, &out, NULL));
     TEST_ASSERT(out.p && strstr(out.p, "<｜DSML｜invoke name=\"now\">\n\n</｜DSML｜invoke>") &&
                 strstr(out.p, "<｜User｜><tool_result>12:00</tool_result>\n\nthanks<｜Assistant｜></think>"));
     out.n = 0;

@@ -22,8 +22,8 @@ static char *run(const char *cmd, int *status) {
 static void test_encode_decode(void) {
     char cmd[1024];
     int st;
-    snprintf(cmd, sizeof cmd, "%s tokenize --text '<｜User｜>你好<｜Assistant｜><think>推理</think>答案<｜end▁of▁sentence｜>'",
-             bin);
+    snprintf(cmd, sizeof cmd,
+             "%s tokenize --text '<｜User｜>你好<｜Assistant｜><think>推理</think>答案<｜end▁of▁sentence｜>'", bin);
     char *out = run(cmd, &st);
     TEST_ASSERT_MSG(st == 0 && !strcmp(out, "128803,30594,128804,128821,36101,128822,7624,1\n"), "%s", out);
     free(out);
@@ -35,8 +35,8 @@ static void test_encode_decode(void) {
     out = run(cmd, &st);
     TEST_ASSERT_MSG(st == 0 && !strcmp(out, "33310,2058\n"), "%s", out);
     free(out);
-    snprintf(cmd, sizeof cmd, "echo '[{\"role\":\"user\",\"content\":\"Hi\"}]' | %s tokenize --chat - --variant v4 --mode chat",
-             bin);
+    snprintf(cmd, sizeof cmd,
+             "echo '[{\"role\":\"user\",\"content\":\"Hi\"}]' | %s tokenize --chat - --variant v4 --mode chat", bin);
     out = run(cmd, &st);
     TEST_ASSERT_MSG(st == 0 && !strcmp(out, "0,128803,23166,128804,128822\n"), "%s", out);
     free(out);

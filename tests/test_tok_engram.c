@@ -45,7 +45,8 @@ static void test_against_hf(void) {
         dsf_tok_buf_free(&hf), dsf_tok_buf_free(&ours);
         n++;
     }
-    printf("engram: %d ids, %d keys and %d map entries differ from HF, %d distinct keys\n", n, bad_key, bad_map, n_keys);
+    printf("engram: %d ids, %d keys and %d map entries differ from HF, %d distinct keys\n", n, bad_key, bad_map,
+           n_keys);
     TEST_ASSERT(n == dsf_tok_size(tok) && bad_key == 0 && bad_map == 0);
     TEST_ASSERT(n_keys == DSF_TOK_ENGRAM_KEYS);
     free(map);

@@ -4,9 +4,9 @@
 
 #include "tok/chat_internal.h"
 
-static const char *const TASKS[][2] = {{"action", "<｜action｜>"}, {"query", "<｜query｜>"},
+static const char *const TASKS[][2] = {{"action", "<｜action｜>"},       {"query", "<｜query｜>"},
                                        {"authority", "<｜authority｜>"}, {"domain", "<｜domain｜>"},
-                                       {"title", "<｜title｜>"}, {"read_url", "<｜read_url｜>"}};
+                                       {"title", "<｜title｜>"},         {"read_url", "<｜read_url｜>"}};
 
 static const char EFFORT_ABSOLUTE[] =
     "Reasoning Effort: Absolute maximum with no shortcuts permitted.\n"
@@ -32,10 +32,14 @@ void dsf_chat_opts_default(dsf_chat_opts *o, dsf_chat_variant v) {
 }
 
 int dsf_chat_variant_parse(const char *name, dsf_chat_variant *v) {
-    if (!strcmp(name, "v4")) *v = DSF_CHAT_V4;
-    else if (!strcmp(name, "v4_0731")) *v = DSF_CHAT_V4_0731;
-    else if (!strcmp(name, "v41")) *v = DSF_CHAT_V41;
-    else return -1;
+    if (!strcmp(name, "v4"))
+        *v = DSF_CHAT_V4;
+    else if (!strcmp(name, "v4_0731"))
+        *v = DSF_CHAT_V4_0731;
+    else if (!strcmp(name, "v41"))
+        *v = DSF_CHAT_V41;
+    else
+        return -1;
     return 0;
 }
 
@@ -79,14 +83,18 @@ static const char *v4_effort(const chat_ctx *c, int *bad) {
 
 static int v41_effort(const chat_ctx *c, int *n, dsf_err *e) {
     const char *ef = c->o->effort;
-    if (!ef || !strcmp(ef, "high") || !strcmp(ef, "xhigh")) *n = 75;
-    else if (!strcmp(ef, "low")) *n = 50;
-    else if (!strcmp(ef, "max")) *n = 100;
+    if (!ef || !strcmp(ef, "high") || !strcmp(ef, "xhigh"))
+        *n = 75;
+    else if (!strcmp(ef, "low"))
+        *n = 50;
+    else if (!strcmp(ef, "max"))
+        *n = 100;
     else {
         char *end;
         long v = strtol(ef, &end, 10);
         if (!*ef || *end || v < 1 || v > 100)
-            return dsf_fail(e, "chat: reasoning_effort \"%s\": expected low, high, xhigh, max or an integer 1..100", ef);
+            return dsf_fail(e, "chat: reasoning_effort \"%s\": expected low, high, xhigh, max or an integer 1..100",
+                            ef);
         *n = (int)v;
     }
     return 0;
@@ -151,7 +159,8 @@ static void put_system_text(chat_ctx *c, const json_t *m) {
     }
     json_t *rf = json_object_get(m, "response_format");
     if (rf && !json_is_null(rf)) {
-        dsf_tok_buf_puts(c->out, "\n\n## Response Format:\n\nYou MUST strictly adhere to the following schema to reply:\n");
+        dsf_tok_buf_puts(c->out,
+                         "\n\n## Response Format:\n\nYou MUST strictly adhere to the following schema to reply:\n");
         dsf_json_dumps(rf, c->out);
     }
 }
@@ -168,7 +177,8 @@ static int render_one(chat_ctx *c, size_t i, dsf_err *e) {
         if (think) {
             char pre[128];
             snprintf(pre, sizeof pre,
-                     "Reasoning Effort: %d (range 1-100, the higher the value, the more thorough the reasoning)\n\n", n);
+                     "Reasoning Effort: %d (range 1-100, the higher the value, the more thorough the reasoning)\n\n",
+                     n);
             dsf_tok_buf_puts(c->out, pre);
         }
     } else if (i == 0 && think) {

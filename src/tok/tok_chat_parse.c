@@ -29,7 +29,9 @@ static int invoke_name(const char *s, size_t n, dsf_tok_buf *name) {
     while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\f' || s[i] == '\v')) i++;
     if (n - i < 6 || memcmp(s + i, "name=\"", 6)) return -1;
     i += 6;
-    size_t end = n >= 4 && !memcmp(s + n - 4, "\">\n\n", 4) ? n - 4 : n >= 3 && !memcmp(s + n - 3, "\">\n", 3) ? n - 3 : 0;
+    size_t end = n >= 4 && !memcmp(s + n - 4, "\">\n\n", 4) ? n - 4
+                 : n >= 3 && !memcmp(s + n - 3, "\">\n", 3) ? n - 3
+                                                            : 0;
     if (end < i || memchr(s + i, '\n', end - i)) return -1;
     dsf_tok_buf_put(name, s + i, end - i);
     return 0;
@@ -94,12 +96,13 @@ static int parse_invoke(parse_ctx *p, dsf_chat_variant v, json_t *calls) {
             dsf_tok_buf_put(&args, base + val_start, val_len);
         p->pos = (size_t)(close - p->s) + strlen(param_close);
         which = earliest(p, param_open, invoke_end, &at);
-        if (which < 0 || !skipped_is(p, at, ">\n")) rc = dsf_fail(p->e, "chat parse: byte %zu: expected \">\\n\"", p->pos);
+        if (which < 0 || !skipped_is(p, at, ">\n"))
+            rc = dsf_fail(p->e, "chat parse: byte %zu: expected \">\\n\"", p->pos);
     }
     if (!rc) {
         dsf_tok_buf_puts(&args, "}");
-        json_array_append_new(calls, json_pack("{s:s,s:{s:s,s:s}}", "type", "function", "function", "name", name.p,
-                                               "arguments", args.p));
+        json_array_append_new(
+            calls, json_pack("{s:s,s:{s:s,s:s}}", "type", "function", "function", "name", name.p, "arguments", args.p));
         p->pos = at + strlen(invoke_end);
     }
     json_decref(seen);
@@ -154,7 +157,8 @@ int dsf_chat_parse(const char *text, size_t n, dsf_chat_variant v, int thinking,
     }
     if (p.pos != n || has_special(text, r_end) || has_special(text + c_start, c_end - c_start)) {
         json_decref(calls);
-        return dsf_fail(e, "chat parse: unexpected text after byte %zu, or a special token in content/reasoning", p.pos);
+        return dsf_fail(e, "chat parse: unexpected text after byte %zu, or a special token in content/reasoning",
+                        p.pos);
     }
     *msg = json_pack("{s:s,s:s%,s:s%,s:o}", "role", "assistant", "content", text + c_start, c_end - c_start,
                      "reasoning_content", text, r_end, "tool_calls", calls);

@@ -28,13 +28,13 @@ void dsf_chat_tools_block(chat_ctx *c, const json_t *tools) {
     put_tag(c, "<｜DSML｜", 1, " name=\"$TOOL_NAME2\">\n...\n");
     put_tag(c, "</｜DSML｜", 1, ">\n");
     put_tag(c, "</｜DSML｜", 0, ">\n\n");
-    dsf_tok_buf_puts(c->out,
-                     "String parameters should be specified as is and set `string=\"true\"`. For all other types "
-                     "(numbers, booleans, arrays, objects), pass the value in JSON format and set `string=\"false\"`.\n\n"
-                     "If thinking_mode is enabled (triggered by <think>), you MUST output your complete reasoning inside "
-                     "<think>...</think> BEFORE any tool calls or final response.\n\n"
-                     "Otherwise, output directly after </think> with tool calls or final response.\n\n"
-                     "### Available Tool Schemas\n\n");
+    dsf_tok_buf_puts(
+        c->out, "String parameters should be specified as is and set `string=\"true\"`. For all other types "
+                "(numbers, booleans, arrays, objects), pass the value in JSON format and set `string=\"false\"`.\n\n"
+                "If thinking_mode is enabled (triggered by <think>), you MUST output your complete reasoning inside "
+                "<think>...</think> BEFORE any tool calls or final response.\n\n"
+                "Otherwise, output directly after </think> with tool calls or final response.\n\n"
+                "### Available Tool Schemas\n\n");
     for (size_t i = 0; i < json_array_size(tools); i++) {
         const json_t *t = json_array_get(tools, i), *fn = json_object_get(t, "function");
         if (i) dsf_tok_buf_puts(c->out, "\n");

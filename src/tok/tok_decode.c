@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include <string.h>
 
 #include "tok/tok_internal.h"
@@ -41,21 +42,22 @@ int dsf_tok_stream_push(const dsf_tok *t, dsf_tok_stream *s, int32_t id, dsf_tok
     const char *p;
     size_t n;
     if (dsf_tok_token_bytes(t, id, &p, &n)) return dsf_fail(e, "decode: id %d is outside 0..%d", id, t->size - 1);
-    dsf_tok_buf all = {0};
-    dsf_tok_buf_put(&all, s->pend, (size_t)s->npend);
-    dsf_tok_buf_put(&all, p, n);
-    s->npend = 0;
-    size_t keep = all.n;
-    for (size_t back = 1; back <= 3 && back <= all.n; back++) {
-        const unsigned char *q = (const unsigned char *)all.p + all.n - back;
+    unsigned char stack[256];
+    size_t total = (size_t)s->npend + n;
+    unsigned char *all = total <= sizeof stack ? stack : dsf_malloc(total);
+    memcpy(all, s->pend, (size_t)s->npend);
+    if (n) memcpy(all + s->npend, p, n);
+    size_t keep = total;
+    for (size_t back = 1; back <= 3 && back <= total; back++) {
+        const unsigned char *q = all + total - back;
         if ((*q & 0xC0) == 0x80) continue;
-        if (could_complete(q, (int)back)) keep = all.n - back;
+        if (could_complete(q, (int)back)) keep = total - back;
         break;
     }
-    dsf_utf8_lossy(all.p, keep, out);
-    s->npend = (int)(all.n - keep);
-    memcpy(s->pend, all.p + keep, (size_t)s->npend);
-    dsf_tok_buf_free(&all);
+    dsf_utf8_lossy((const char *)all, keep, out);
+    s->npend = (int)(total - keep);
+    memcpy(s->pend, all + keep, (size_t)s->npend);
+    if (all != stack) free(all);
     return 0;
 }
 

@@ -48,6 +48,14 @@ struct dsf_tok {
 };
 
 uint64_t dsf_tok_hash(const void *p, size_t n);
+
+static inline uint64_t dsf_tok_hash64(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
 // Pair (a, b) to its merge: rank in the high 32 bits and the merged id in the low 32, or UINT64_MAX.
 uint64_t dsf_tok_merge_lookup(const dsf_tok *t, int32_t a, int32_t b);
 // The id of a byte string among vocab tokens (by decoded bytes), used for single bytes; -1 when absent.

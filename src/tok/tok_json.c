@@ -12,14 +12,22 @@ void dsf_json_dumps_str(const char *s, size_t n, dsf_tok_buf *out) {
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
         char u[8];
-        if (c == '"') esc = "\\\"";
-        else if (c == '\\') esc = "\\\\";
-        else if (c == '\n') esc = "\\n";
-        else if (c == '\r') esc = "\\r";
-        else if (c == '\t') esc = "\\t";
-        else if (c == '\b') esc = "\\b";
-        else if (c == '\f') esc = "\\f";
-        else if (c < 0x20) snprintf(u, sizeof u, "\\u%04x", c), esc = u;
+        if (c == '"')
+            esc = "\\\"";
+        else if (c == '\\')
+            esc = "\\\\";
+        else if (c == '\n')
+            esc = "\\n";
+        else if (c == '\r')
+            esc = "\\r";
+        else if (c == '\t')
+            esc = "\\t";
+        else if (c == '\b')
+            esc = "\\b";
+        else if (c == '\f')
+            esc = "\\f";
+        else if (c < 0x20)
+            snprintf(u, sizeof u, "\\u%04x", c), esc = u;
         if (!esc) continue;
         dsf_tok_buf_put(out, s + run, i - run);
         dsf_tok_buf_puts(out, esc);
@@ -58,17 +66,17 @@ static void float_repr(double x, dsf_tok_buf *out) {
         if (nd > 1) dsf_tok_buf_put(out, ".", 1), dsf_tok_buf_put(out, digits + 1, nd - 1);
         snprintf(buf, sizeof buf, "e%c%02d", exp < 0 ? '-' : '+', abs(exp));
         {
-        dsf_tok_buf_puts(out, buf);
-        return;
-    }
+            dsf_tok_buf_puts(out, buf);
+            return;
+        }
     }
     if (exp < 0) {
         dsf_tok_buf_puts(out, "0.");
         for (int i = 0; i < -exp - 1; i++) dsf_tok_buf_put(out, "0", 1);
         {
-        dsf_tok_buf_put(out, digits, nd);
-        return;
-    }
+            dsf_tok_buf_put(out, digits, nd);
+            return;
+        }
     }
     for (int i = 0; i <= exp; i++) dsf_tok_buf_put(out, (size_t)i < nd ? digits + i : "0", 1);
     dsf_tok_buf_put(out, ".", 1);
@@ -104,24 +112,14 @@ void dsf_json_dumps(const json_t *v, dsf_tok_buf *out) {
         }
         dsf_tok_buf_put(out, "]", 1);
         break;
-    case JSON_STRING:
-        dsf_json_dumps_str(json_string_value(v), json_string_length(v), out);
-        break;
+    case JSON_STRING: dsf_json_dumps_str(json_string_value(v), json_string_length(v), out); break;
     case JSON_INTEGER:
         snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
         dsf_tok_buf_puts(out, buf);
         break;
-    case JSON_REAL:
-        float_repr(json_real_value(v), out);
-        break;
-    case JSON_TRUE:
-        dsf_tok_buf_puts(out, "true");
-        break;
-    case JSON_FALSE:
-        dsf_tok_buf_puts(out, "false");
-        break;
-    case JSON_NULL:
-        dsf_tok_buf_puts(out, "null");
-        break;
+    case JSON_REAL: float_repr(json_real_value(v), out); break;
+    case JSON_TRUE: dsf_tok_buf_puts(out, "true"); break;
+    case JSON_FALSE: dsf_tok_buf_puts(out, "false"); break;
+    case JSON_NULL: dsf_tok_buf_puts(out, "null"); break;
     }
 }

@@ -71,8 +71,8 @@ static int compile_split(dsf_tok *t, json_t *s, size_t k, const char *path, dsf_
     }
     const UChar *p = (const UChar *)patched.p;
     OnigErrorInfo info;
-    int r = onig_new(&t->split[t->nsplit], p, p + patched.n, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_RUBY,
-                     &info);
+    int r =
+        onig_new(&t->split[t->nsplit], p, p + patched.n, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_RUBY, &info);
     dsf_tok_buf_free(&patched);
     if (r != ONIG_NORMAL) {
         UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
@@ -96,7 +96,8 @@ static int check_pretok(dsf_tok *t, json_t *root, const char *path, dsf_err *e) 
         if (k + 1 == n) {
             if (!ty || strcmp(ty, "ByteLevel") || !is_off(json_object_get(s, "add_prefix_space")) ||
                 !is_off(json_object_get(s, "use_regex")))
-                return dsf_fail(e, "%s: pre_tokenizer: last step must be ByteLevel without prefix space or regex", path);
+                return dsf_fail(e, "%s: pre_tokenizer: last step must be ByteLevel without prefix space or regex",
+                                path);
         } else if (!ty || strcmp(ty, "Split")) {
             return dsf_fail(e, "%s: pre_tokenizer.pretokenizers[%zu]: only Split is supported here", path, k);
         } else if (compile_split(t, s, k, path, e)) {
@@ -149,7 +150,7 @@ int32_t dsf_tok_id(const dsf_tok *t, const char *s) {
 
 static int merge_put(dsf_tok *t, int32_t a, int32_t b, uint64_t val) {
     uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    size_t m = t->mcap - 1, i = dsf_tok_hash(&key, sizeof key) & m;
+    size_t m = t->mcap - 1, i = dsf_tok_hash64(key) & m;
     while (t->mval[i] != UINT64_MAX && t->mkey[i] != key) i = (i + 1) & m;
     t->mkey[i] = key;
     t->mval[i] = val;
@@ -158,7 +159,7 @@ static int merge_put(dsf_tok *t, int32_t a, int32_t b, uint64_t val) {
 
 uint64_t dsf_tok_merge_lookup(const dsf_tok *t, int32_t a, int32_t b) {
     uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    size_t m = t->mcap - 1, i = dsf_tok_hash(&key, sizeof key) & m;
+    size_t m = t->mcap - 1, i = dsf_tok_hash64(key) & m;
     for (; t->mval[i] != UINT64_MAX; i = (i + 1) & m)
         if (t->mkey[i] == key) return t->mval[i];
     return UINT64_MAX;

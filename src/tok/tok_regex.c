@@ -32,7 +32,8 @@ int dsf_tok_regex_patch(const char *pat, size_t n, dsf_tok_buf *out, char *why, 
             size_t len = (size_t)(close - name);
             const tok_ucd_class *c = pat[i + 1] == 'p' ? find_class(name, len) : NULL;
             if (!c) {
-                snprintf(why, why_n, "property %.*s at byte %zu: only \\p{L}, \\p{M}, \\p{N}, \\p{P}, \\p{S} are supported",
+                snprintf(why, why_n,
+                         "property %.*s at byte %zu: only \\p{L}, \\p{M}, \\p{N}, \\p{P}, \\p{S} are supported",
                          (int)(close + 1 - pat - (ptrdiff_t)i), pat + i, i);
                 return -1;
             }

@@ -34,10 +34,7 @@ static const uint32_t added_S[][2] = {
 };
 
 const tok_ucd_class dsf_tok_ucd_added[] = {
-    {'L', added_L, sizeof added_L / sizeof added_L[0]},
-    {'M', added_M, sizeof added_M / sizeof added_M[0]},
-    {'N', added_N, sizeof added_N / sizeof added_N[0]},
-    {'P', added_P, sizeof added_P / sizeof added_P[0]},
-    {'S', added_S, sizeof added_S / sizeof added_S[0]},
-    {0, NULL, 0},
+    {'L', added_L, sizeof added_L / sizeof added_L[0]}, {'M', added_M, sizeof added_M / sizeof added_M[0]},
+    {'N', added_N, sizeof added_N / sizeof added_N[0]}, {'P', added_P, sizeof added_P / sizeof added_P[0]},
+    {'S', added_S, sizeof added_S / sizeof added_S[0]}, {0, NULL, 0},
 };

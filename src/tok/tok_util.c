@@ -143,7 +143,7 @@ void dsf_tok_trie_free(tok_trie *tr) {
 }
 
 static size_t edge_slot(const tok_trie *tr, uint64_t key) {
-    size_t m = tr->ecap - 1, i = dsf_tok_hash(&key, sizeof key) & m;
+    size_t m = tr->ecap - 1, i = dsf_tok_hash64(key) & m;
     while (tr->echild[i] >= 0 && tr->ekey[i] != key) i = (i + 1) & m;
     return i;
 }
