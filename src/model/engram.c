@@ -5,14 +5,8 @@
 
 #include "base/formats.h"
 #include "io/engram_primes.h"
+#include "kern/engram/engram.h"
 #include "model/model_internal.h"
-
-// Spec §3.2.6: NumPy default_rng(10007 L).integers(0, (2^63-1)//99092//2, 4, int64) * 2 + 1 for L = 1 and 14.
-static const int64_t listed_mult[2][4] = {
-    {76632096046245, 4839876093313, 35959672319349, 73987337458391},
-    {67716810739261, 51510806800915, 30921347202721, 82619226485591},
-};
-static const int listed_layer[2] = {1, 14};
 
 void dsf_model_engram_prepare(dsf_model *m, int li, int idx) {
     const dsf_args *a = m->a;
@@ -30,10 +24,8 @@ void dsf_model_engram_prepare(dsf_model *m, int li, int idx) {
     }
     free(primes);
     free(rows);
-    int set = idx < 2 ? idx : 1;
-    for (int s = 0; s < 2; s++)
-        if (listed_layer[s] == li && a->engram_compressed_vocab_size == 99092) set = s;
-    memcpy(g->mult, listed_mult[set], sizeof g->mult);
+    DSF_ASSERT(a->engram_max_ngram_size <= DSF_ENGRAM_MAX_NGRAM);
+    DSF_ASSERT(dsf_engram_multipliers(li, a->engram_compressed_vocab_size, g->mult) == 0);
     g->codes = v->engram.embed.weight->data;
     g->scales = v->engram.embed.scale->data;
     g->wkv = (dsf_linw){DSF_LIN_FP8,  v->engram.wkv.weight->shape[0], v->engram.wkv.weight->shape[1],

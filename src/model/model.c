@@ -5,6 +5,7 @@
 
 #include "base/formats.h"
 #include "kern/dsv4/rows.h"
+#include "kern/engram/engram.h"
 #include "model/model_internal.h"
 
 void *dsf_model_alloc(dsf_model *m, size_t bytes) {
@@ -131,6 +132,14 @@ int dsf_model_open(const char *dir, int threads, dsf_model **out, dsf_err *e) {
         dsf_ckpt_close(ck);
         return dsf_fail(e, "%s: config.json: hc_mult, qk_rope_head_dim or n_routed_experts beyond this build's limits",
                         dir);
+    }
+    for (int l = 0; l < ck->args.n_engram_layers; l++) {
+        int64_t mult[DSF_ENGRAM_MAX_NGRAM];
+        if (dsf_engram_multipliers(ck->args.engram_layers[l], ck->args.engram_compressed_vocab_size, mult)) {
+            dsf_ckpt_close(ck);
+            return dsf_fail(e, "%s: config.json: no Engram hash multipliers for layer %d with compressed vocab %lld",
+                            dir, ck->args.engram_layers[l], (long long)ck->args.engram_compressed_vocab_size);
+        }
     }
     dsf_model *m = dsf_calloc(1, sizeof *m);
     m->ck = ck;
