@@ -15,6 +15,26 @@ static const sim_variant real[] = {
     {"v4_r128_real", 128, 0, DSF_CMP_Q_FP8_NOPE, 0, 4096, 512, 130},
 };
 
+// The tiny synthetic model's width: the CPU path takes D = 64 (a multiple of 32); the CUDA launch check refuses it.
+static const sim_variant narrow[] = {
+    {"v41_r2_d64", 2, 0, DSF_CMP_Q_FP4_E4M3, 1, 64, 128, 300},
+    {"v41_r1_d64", 1, 0, DSF_CMP_Q_FP4_E4M3, 1, 64, 128, 300},
+};
+
+static void test_narrow(void) {
+    for (int i = 0; i < 2; i++) {
+        sim_test_ref(DSF_BACKEND_CPU, &narrow[i], narrow[i].T, &geoms[1]);
+        sim_test_chunkings(DSF_BACKEND_CPU, &narrow[i], geoms, 4);
+    }
+    dsf_cmp_layer L = {.ratio = 2, .dim = 64, .d = 128, .ik = 128, .cap = 8, .quant = DSF_CMP_Q_FP4_E4M3};
+    uint16_t w = 0;
+    L.w.wkv = L.w.wgate = L.w.norm = L.w.wk = L.w.k_norm = &w;
+    dsf_cmp_batch b = {0};
+    dsf_err e;
+    TEST_ASSERT(dsf_cmp_batch_check_dims(&L, &b, DSF_CMP_SLICES, &e) == 0);
+    TEST_ASSERT(dsf_cmp_batch_check(&L, &b, &e) == -1 && strstr(e.msg, "multiple of 256"));
+}
+
 static void test_chunkings(void) {
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CPU, &small[i], geoms, 4);
 }
@@ -58,5 +78,6 @@ int main(void) {
     TEST_RUN(test_chunkings);
     TEST_RUN(test_batch);
     TEST_RUN(test_rollback);
+    TEST_RUN(test_narrow);
     TEST_END();
 }

@@ -75,8 +75,8 @@ int dsf_cmp_layer_check(const dsf_cmp_layer *L, dsf_err *e) {
     int r = L->ratio;
     if (r != 1 && r != 2 && r != 4 && r != DSF_CMP_MAX_RATIO) return dsf_fail(e, "compressor: ratio %d", r);
     if (L->overlap && r != 4) return dsf_fail(e, "compressor: overlap needs ratio 4, not %d", r);
-    if (L->dim <= 0 || L->dim % (8 * DSF_CMP_SLICES))
-        return dsf_fail(e, "compressor: model dim %d must be a positive multiple of %d", L->dim, 8 * DSF_CMP_SLICES);
+    if (L->dim <= 0 || L->dim % DSF_CMP_SLICES)
+        return dsf_fail(e, "compressor: model dim %d must be a positive multiple of %d", L->dim, DSF_CMP_SLICES);
     if (L->d < DSF_CMP_ROPE_DIM || L->d > DSF_CMP_MAX_D || L->d % 64)
         return dsf_fail(e, "compressor: entry dims %d must be a multiple of 64 in 64..%d", L->d, DSF_CMP_MAX_D);
     if (L->quant == DSF_CMP_Q_HAD_FP4 && (L->d & (L->d - 1)))
@@ -136,8 +136,10 @@ void dsf_cmp_ring_reset(const dsf_cmp_layer *L, float *ring) {
 
 int64_t dsf_cmp_entry_slots(int ratio, int64_t len) { return len <= 0 ? 0 : (len + ratio - 2) / ratio + 1; }
 
-int dsf_cmp_batch_check(const dsf_cmp_layer *L, const dsf_cmp_batch *b, dsf_err *e) {
+int dsf_cmp_batch_check_dims(const dsf_cmp_layer *L, const dsf_cmp_batch *b, int dim_multiple, dsf_err *e) {
     if (dsf_cmp_layer_check(L, e)) return -1;
+    if (L->dim % dim_multiple)
+        return dsf_fail(e, "compressor: model dim %d must be a multiple of %d on this backend", L->dim, dim_multiple);
     if (!L->w.wkv || !L->w.norm || (L->ratio > 1 && !L->w.wgate) || (L->ik && (!L->w.wk || !L->w.k_norm)) ||
         (L->quant != DSF_CMP_Q_FP4_E4M3 && !L->w.ape))
         return dsf_fail(e, "compressor: weights missing for ratio %d", L->ratio);
@@ -148,6 +150,10 @@ int dsf_cmp_batch_check(const dsf_cmp_layer *L, const dsf_cmp_batch *b, dsf_err 
                          (L->ik && !b->ik)))
         return dsf_fail(e, "compressor: batch arrays missing");
     return 0;
+}
+
+int dsf_cmp_batch_check(const dsf_cmp_layer *L, const dsf_cmp_batch *b, dsf_err *e) {
+    return dsf_cmp_batch_check_dims(L, b, 8 * DSF_CMP_SLICES, e);
 }
 
 #ifndef DSF_HAVE_CUDA

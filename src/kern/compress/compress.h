@@ -41,7 +41,7 @@ typedef struct dsf_cmp_weights {
 typedef struct dsf_cmp_layer {
     int ratio;   // r: 1, 2, 4 or 128
     int overlap; // V4 ratio 4: 2d channels, pools the previous group's half A and the current group's half B
-    int dim;     // D, a multiple of 256
+    int dim;     // D, a multiple of 32 (CPU) or 256 (CUDA)
     int d;       // entry dims: 512 (main), 128 (V4 indexer), multiple of 64
     int ik;      // I: index-key dims (V4.1 owners), 0 without; a multiple of 64
     int cap;     // ring rows per stream, a power of two >= coff*r + rollback (0 for ratio 1: no state)

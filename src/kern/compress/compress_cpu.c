@@ -129,7 +129,7 @@ static void list_emissions(cpu_job *j) {
 
 int dsf_cmp_run_cpu_v(dsf_pool *pool, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b, int fault,
                       dsf_err *e) {
-    if (dsf_cmp_batch_check(L, b, e)) return -1;
+    if (dsf_cmp_batch_check_dims(L, b, DSF_CMP_SLICES, e)) return -1;
     if (g->p[0] < 1 || g->p[0] > 64)
         return dsf_fail(e, "compressor cpu geometry %s: %d rows per block, need 1..64", g->name, g->p[0]);
     if (b->rows == 0) return 0;

@@ -11,7 +11,9 @@ extern "C" {
 // Entries one segment of len rows from position p0 can emit: slots of j - floor(p0/r) for j up to (p0+len-1)/r.
 int64_t dsf_cmp_entry_slots(int ratio, int64_t len);
 
+// The CUDA kernels' vector loads need D a multiple of 8 * DSF_CMP_SLICES; the CPU needs DSF_CMP_SLICES.
 int dsf_cmp_batch_check(const dsf_cmp_layer *L, const dsf_cmp_batch *b, dsf_err *e);
+int dsf_cmp_batch_check_dims(const dsf_cmp_layer *L, const dsf_cmp_batch *b, int dim_multiple, dsf_err *e);
 int dsf_cmp_run_cpu_v(dsf_pool *pool, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b, int fault,
                       dsf_err *e);
 int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b, void *scratch,
