@@ -12,6 +12,7 @@
 
 static dsf_model *g_m;
 static int64_t g_vocab;
+static char g_dir[] = "/tmp/dsf_test_model_XXXXXX";
 
 static uint64_t hash_row(const float *x, int64_t n) {
     uint64_t h = 1469598103934665603ull;
@@ -92,7 +93,7 @@ static void test_chunkings(void) {
         TEST_ASSERT_MSG(h[0][PROMPT - 1 + i] == g_decode_hash[i], "greedy step %d differs from the one-chunk row", i);
 }
 
-// Three streams in shared rounds of ragged parts give each stream's solo bits.
+// Three streams in shared rounds of ragged parts give each stream's solo bits; one has other ring sizes (rollback 8).
 static void test_streams(void) {
     enum { NS = 3 };
     int64_t len[NS] = {140, 90, 41}, chunk[NS][4] = {{60, 1, 50, 29}, {13, 77, 1, 1}, {1, 40, 3, 2}};
@@ -104,7 +105,7 @@ static void test_streams(void) {
         random_ids(ids[k], len[k], 100 + k);
         int64_t whole[] = {len[k]};
         TEST_ASSERT(run_chunks(ids[k], len[k], whole, 1, solo[k]) == 0);
-        TEST_ASSERT(dsf_stream_new(g_m, len[k], 0, &s[k], &e) == 0);
+        TEST_ASSERT(dsf_stream_new(g_m, len[k], k == 1 ? 8 : 0, &s[k], &e) == 0);
     }
     float *lg = malloc(sizeof(float) * (size_t)(140 * NS * g_vocab));
     int64_t pos[NS] = {0};
@@ -192,10 +193,60 @@ static void test_refusals(void) {
     dsf_stream_free(s);
 }
 
+// Logits of ids at positions 0..n-1 on a fresh stream of model m, hashed per row.
+static void logits_hash(dsf_model *m, const int32_t *ids, int64_t n, uint64_t *h) {
+    dsf_stream *s;
+    dsf_err e;
+    float *lg = malloc(sizeof(float) * (size_t)(n * g_vocab));
+    TEST_ASSERT(dsf_stream_new(m, n, 0, &s, &e) == 0);
+    dsf_round_part p = {s, 0, n, ids, DSF_LOGITS_ALL, lg};
+    dsf_round r = {1, &p, NULL, NULL};
+    TEST_ASSERT(dsf_model_forward(m, &r, &e) == 0);
+    for (int64_t t = 0; t < n; t++) h[t] = hash_row(lg + t * g_vocab, g_vocab);
+    dsf_stream_free(s);
+    free(lg);
+}
+
+// Without tokenizer.json the map folds ids onto the compressed vocab; with the tokenizer, its real map drives Engram.
+static void test_token_map(void) {
+    const char *dir = g_dir;
+    int64_t n;
+    const char *src;
+    const int32_t *map = dsf_model_token_map(g_m, &n, &src);
+    TEST_ASSERT(map && n == g_vocab && strstr(src, "fold") && map[5] == 5 && map[99092] == 0 && map[129279] == 30187);
+    const char *tok = "models/tokenizer/tokenizer.json";
+    if (access(tok, R_OK)) {
+        printf("skip real map: %s is absent (tools/fetch_tokenizer)\n", tok);
+        return;
+    }
+    char link[512], target[4200], cwd[4096];
+    snprintf(link, sizeof link, "%s/tokenizer.json", dir);
+    TEST_ASSERT(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(target, sizeof target, "%s/%s", cwd, tok);
+    TEST_ASSERT(symlink(target, link) == 0);
+    dsf_model *m;
+    dsf_err e;
+    int rc = dsf_model_open(dir, 2, &m, &e);
+    TEST_ASSERT_MSG(rc == 0, "open with tokenizer.json: %s", e.msg);
+    if (rc) return;
+    const int32_t *real = dsf_model_token_map(m, &n, &src);
+    int64_t same = 0, top = 0;
+    for (int64_t i = 0; i < n; i++) same += real[i] == map[i], top = real[i] > top ? real[i] : top;
+    TEST_ASSERT(n == 129280 && top == 99091 && same < n && !strcmp(src, link));
+    // Ids whose compressed ids differ between the maps hash to other Engram rows, so the logits move.
+    int32_t ids[8] = {128000, 100, 65, 128001, 33, 129000, 7, 99500};
+    uint64_t hf[8], hr[8];
+    logits_hash(g_m, ids, 8, hf);
+    logits_hash(m, ids, 8, hr);
+    TEST_ASSERT(memcmp(hf, hr, sizeof hf) != 0);
+    dsf_model_close(m);
+    unlink(link);
+}
+
 int main(void) {
     const char *bin = getenv("DSF_BIN");
     if (!bin) TEST_SKIP_ALL("DSF_BIN not set (ctest sets it)");
-    char dir[] = "/tmp/dsf_test_model_XXXXXX", cmd[512];
+    char *dir = g_dir, cmd[512];
     if (!mkdtemp(dir)) TEST_SKIP_ALL("mkdtemp failed");
     snprintf(cmd, sizeof cmd, "'%s' synth --arch v4.1 --size tiny --quiet %s > /dev/null", bin, dir);
     dsf_err e;
@@ -209,6 +260,7 @@ int main(void) {
     TEST_RUN(test_streams);
     TEST_RUN(test_rollback);
     TEST_RUN(test_refusals);
+    TEST_RUN(test_token_map);
     dsf_model_close(g_m);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -30,7 +30,8 @@ static const char *PY =
     "def rel(c, r):\n"
     "    s = np.sqrt(np.mean(r * r))\n"
     "    return np.sqrt(np.mean((c - r) ** 2)) / s, np.max(np.abs(c - r)) / s\n"
-    "m = v41_ref.Model(model, None, mult)\n"
+    "tmap = d + '/token_map.txt'\n"
+    "m = v41_ref.Model(model, tmap, mult)\n"
     "st = m.new_state()\n"
     "st.hist = m.token_map[ids]\n"
     "st.attn.call = {}\n"
@@ -50,7 +51,7 @@ static const char *PY =
     "    a, b = int(np.argmax(lg[i])), int(np.argmax(ref[i]))\n"
     "    if a != b: print('argmax %d %d %d %.6e' % (i, a, b, (ref[i][b] - ref[i][a]) / np.sqrt(np.mean(ref[i] ** "
     "2))))\n"
-    "free = v41_ref.reference(model, ids, None, None, mult)\n"
+    "free = v41_ref.reference(model, ids, None, tmap, mult)\n"
     "print('free-running: last layer %.3e, logits %.3e (rms relative; informational)' % (rel(hid[L], free['hidden'][L "
     "- 1])[0], rel(lg, free['logits'][first:])[0]))\n";
 
@@ -71,6 +72,22 @@ static int write_file(const char *name, const void *p, size_t n) {
     if (!f) return -1;
     size_t w = fwrite(p, 1, n, f);
     return fclose(f) || w != n ? -1 : 0;
+}
+
+// The model's Engram token map in the dsfold-engram-map text format, for the reference's --token-map.
+static int write_token_map(const dsf_model *m) {
+    int64_t n, distinct = 0;
+    const char *source;
+    const int32_t *ids = dsf_model_token_map(m, &n, &source);
+    char path[256];
+    snprintf(path, sizeof path, "%s/token_map.txt", g_dir);
+    FILE *f = fopen(path, "w");
+    if (!f || !ids) return -1;
+    for (int64_t i = 0; i < n; i++) distinct = ids[i] >= distinct ? ids[i] + 1 : distinct;
+    fprintf(f, "dsfold-engram-map 1\n%lld %lld\n", (long long)n, (long long)distinct);
+    for (int64_t i = 0; i < n; i++) fprintf(f, "%d\n", (int)ids[i]);
+    printf("Engram token map: %s, %lld entries, %lld compressed ids\n", source, (long long)n, (long long)distinct);
+    return fclose(f) ? -1 : 0;
 }
 
 static void test_against_reference(void) {
@@ -107,6 +124,7 @@ static void test_against_reference(void) {
     TEST_ASSERT(write_file("premix.f32", pm, sizeof(float) * (size_t)((L + 1) * SEQ * a->hc_mult)) == 0);
     TEST_ASSERT(write_file("logits.f32", all + (PROMPT - 1) * V, sizeof(float) * (size_t)((DECODE + 1) * V)) == 0);
     TEST_ASSERT(write_file("cmp.py", PY, strlen(PY)) == 0);
+    TEST_ASSERT(write_token_map(m) == 0);
     char cmd[8400];
     snprintf(cmd, sizeof cmd, "python3 %s/cmp.py '%s' %s/model %s %lld %d %d %lld %d", g_dir, g_root, g_dir, g_dir,
              (long long)L, a->hc_mult, a->dim, (long long)V, PROMPT - 1);

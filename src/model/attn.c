@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/formats.h"
 #include "base/quant.h"
 #include "kern/dsv4/attn.h"
 #include "kern/dsv4/rows.h"
@@ -16,17 +17,24 @@ static const float *window_row(const dsf_run *st, int li, int64_t row, int64_t t
     return s->win[li] + (t % s->wcap) * st->m->a->head_dim;
 }
 
+// Rows per sparse-attention call: bounds the fp32 copies of compressed entries; rows are independent (R1).
+enum { ATTN_ROWS = 32 };
+
 // A row's list: W window slots oldest first, NULL padded, then compressed entries ascending (docs/forward.md).
-static void build_list(const dsf_run *st, int li, int64_t row, int64_t width, const float **list) {
+static void build_list(const dsf_run *st, int li, int64_t row, int64_t width, const float **list, float *ent) {
     const dsf_args *a = st->m->a;
     const dsf_role *r = st->m->L[li].role;
-    int64_t p = st->row_pos[row], W = a->window_size, lo = p - W + 1 > 0 ? p - W + 1 : 0;
+    int64_t p = st->row_pos[row], W = a->window_size, lo = p - W + 1 > 0 ? p - W + 1 : 0, Hd = a->head_dim;
     for (int64_t i = 0; i < W; i++) list[i] = lo + i <= p ? window_row(st, li, row, lo + i) : NULL;
     for (int64_t i = W; i < width; i++) list[i] = NULL;
     if (r->compress_ratio == 0) return;
-    const float *ckv = st->row_stream[row]->ckv[r->kv_source];
+    const uint16_t *ckv = st->row_stream[row]->ckv[r->kv_source];
     DSF_ASSERT(st->topk_layer == r->index_source);
-    for (int64_t i = 0; i < st->topk_n[row]; i++) list[W + i] = ckv + st->topk[row * a->index_topk + i] * a->head_dim;
+    for (int64_t i = 0; i < st->topk_n[row]; i++) {
+        const uint16_t *src = ckv + st->topk[row * a->index_topk + i] * Hd;
+        for (int64_t c = 0; c < Hd; c++) ent[i * Hd + c] = dsf_bf16_to_f32(src[c]);
+        list[W + i] = ent + i * Hd;
+    }
 }
 
 void dsf_model_attn(dsf_run *st, int li, const float *x, float *out) {
@@ -49,11 +57,15 @@ void dsf_model_attn(dsf_run *st, int li, const float *x, float *out) {
     }
     if (L->role->owns_compressor) dsf_model_compress(st, li, x);
     if (L->role->owns_indexer) dsf_model_indexer(st, li, x, qr);
-    int64_t width = a->window_size + (L->role->compress_ratio > 0 ? a->index_topk : 0);
-    const float **list = dsf_malloc(sizeof(float *) * (size_t)(R * width));
-    for (int64_t r = 0; r < R; r++) build_list(st, li, r, width, list + r * width);
-    dsf_sparse_attn(pool, NULL, q, (const float *const *)list, R, (int)H, (int)Hd, width, L->attn_sink,
-                    (float)(1.0 / sqrt((double)Hd)), o);
+    int64_t K = L->role->compress_ratio > 0 ? a->index_topk : 0, width = a->window_size + K;
+    const float **list = dsf_malloc(sizeof(float *) * (size_t)(ATTN_ROWS * width));
+    float *ent = dsf_malloc(sizeof(float) * (size_t)(ATTN_ROWS * K * Hd + 1));
+    for (int64_t r0 = 0; r0 < R; r0 += ATTN_ROWS) {
+        int64_t n = R - r0 < ATTN_ROWS ? R - r0 : ATTN_ROWS;
+        for (int64_t r = 0; r < n; r++) build_list(st, li, r0 + r, width, list + r * width, ent + r * K * Hd);
+        dsf_sparse_attn(pool, NULL, q + r0 * H * Hd, (const float *const *)list, n, (int)H, (int)Hd, width,
+                        L->attn_sink, (float)(1.0 / sqrt((double)Hd)), o + r0 * H * Hd);
+    }
     for (int64_t r = 0; r < R; r++) dsf_rope_row(o + r * H * Hd, (int)H, (int)Hd, (int)rd, L->freqs, st->row_pos[r], 1);
     int64_t G = a->o_groups, OL = a->o_lora_rank, gk = H * Hd / G;
     float *u = dsf_malloc(sizeof(float) * (size_t)(R * G * OL));
@@ -72,5 +84,6 @@ void dsf_model_attn(dsf_run *st, int li, const float *x, float *out) {
     free(q);
     free(o);
     free(list);
+    free(ent);
     free(u);
 }

@@ -1,12 +1,10 @@
-// Stream caches by absolute position: window rings, compressed KV and index keys by entry, compressor rings.
+// Stream caches by absolute position: window rings, compressed KV and index keys by entry, compressor rings, history.
 #include <stdlib.h>
 
 #include "model/model_internal.h"
 
-static int next_pow2(int v) {
-    int p = 1;
-    while (p < v) p *= 2;
-    return p;
+int dsf_stream_ring_cap(const dsf_stream *s, const dsf_cmp_layer *c) {
+    return dsf_cmp_ring_cap(c->ratio, c->overlap, s->max_rollback);
 }
 
 int dsf_stream_new(const dsf_model *m, int64_t max_seq, int max_rollback, dsf_stream **out, dsf_err *e) {
@@ -21,26 +19,25 @@ int dsf_stream_new(const dsf_model *m, int64_t max_seq, int max_rollback, dsf_st
     s->max_seq = max_seq;
     s->max_rollback = max_rollback;
     s->wcap = a->window_size + max_rollback;
-    s->ccap = next_pow2(max_rollback + 2 > 8 ? max_rollback + 2 : 8);
     int n = a->n_layers;
     s->n_layers = n;
-    s->hist = dsf_calloc((size_t)max_seq, sizeof(int64_t));
+    dsf_engram_hist_init(&s->hist, (int64_t)max_rollback + a->engram_max_ngram_size);
     s->win = dsf_calloc((size_t)n, sizeof(float *));
-    s->ckv = dsf_calloc((size_t)n, sizeof(float *));
-    s->ikey = dsf_calloc((size_t)n, sizeof(float *));
-    s->cst_kv = dsf_calloc((size_t)n, sizeof(float *));
-    s->cst_sc = dsf_calloc((size_t)n, sizeof(float *));
+    s->ckv = dsf_calloc((size_t)n, sizeof(uint16_t *));
+    s->ikey = dsf_calloc((size_t)n, sizeof(uint16_t *));
+    s->ring = dsf_calloc((size_t)n, sizeof(float *));
     for (int l = 0; l < n; l++) {
         const dsf_role *r = m->L[l].role;
         s->win[l] = dsf_calloc((size_t)s->wcap * hd, sizeof(float));
         if (!r->owns_compressor) continue;
-        size_t entries = (size_t)(max_seq / r->compress_ratio + 1);
-        s->ckv[l] = dsf_calloc(entries * hd, sizeof(float));
-        if (r->indexer_owns_k) s->ikey[l] = dsf_calloc(entries * id, sizeof(float));
-        if (r->compress_ratio > 1) {
-            s->cst_kv[l] = dsf_calloc((size_t)s->ccap * hd, sizeof(float));
-            s->cst_sc[l] = dsf_calloc((size_t)s->ccap * hd, sizeof(float));
-        }
+        dsf_cmp_layer c = m->L[l].cmp;
+        size_t entries = (size_t)(max_seq / c.ratio + 1);
+        s->ckv[l] = dsf_calloc(entries * hd, sizeof(uint16_t));
+        if (c.ik) s->ikey[l] = dsf_calloc(entries * id, sizeof(uint16_t));
+        c.cap = dsf_stream_ring_cap(s, &c);
+        if (c.cap == 0) continue;
+        s->ring[l] = dsf_malloc(sizeof(float) * dsf_cmp_ring_floats(&c));
+        dsf_cmp_ring_reset(&c, s->ring[l]);
     }
     *out = s;
     return 0;
@@ -48,15 +45,17 @@ int dsf_stream_new(const dsf_model *m, int64_t max_seq, int max_rollback, dsf_st
 
 void dsf_stream_free(dsf_stream *s) {
     if (!s) return;
-    float **lists[] = {s->win, s->ckv, s->ikey, s->cst_kv, s->cst_sc};
-    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
-        for (int l = 0; l < s->n_layers; l++) free(lists[i][l]);
-    free(s->hist);
+    for (int l = 0; l < s->n_layers; l++) {
+        free(s->win[l]);
+        free(s->ckv[l]);
+        free(s->ikey[l]);
+        free(s->ring[l]);
+    }
+    dsf_engram_hist_free(&s->hist);
     free(s->win);
     free(s->ckv);
     free(s->ikey);
-    free(s->cst_kv);
-    free(s->cst_sc);
+    free(s->ring);
     free(s);
 }
 

@@ -1,81 +1,55 @@
-// The V4.1 compressor (spec §3.2.4) and index keys (§3.2.5): entry j comes from the row at position (j+1)*r - 1.
-#include <math.h>
+// The compressor stage of a kv source: one kern/compress call for every stream of the round (docs/compressor.md).
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/formats.h"
-#include "base/quant.h"
-#include "kern/dsv4/rows.h"
 #include "model/model_internal.h"
 
-// Projected kv and score [Hd] of position t for a row: this round's row, or the stream's ring.
-static void state_rows(const dsf_run *st, int li, int64_t row, int64_t t, const float *kv, const float *sc,
-                       const float **kv_t, const float **sc_t) {
-    int64_t first = st->row_first[row], p0 = st->row_pos[first], Hd = st->m->a->head_dim;
-    if (t >= p0) {
-        *kv_t = kv + (first + t - p0) * Hd;
-        *sc_t = sc + (first + t - p0) * Hd;
-        return;
-    }
-    const dsf_stream *s = st->row_stream[row];
-    *kv_t = s->cst_kv[li] + (t % s->ccap) * Hd;
-    *sc_t = s->cst_sc[li] + (t % s->ccap) * Hd;
-}
-
-// Pools the r = 2 tokens ending at the row's position: per channel softmax of the scores, fp32, then bf16.
-static void pool_group(const dsf_run *st, int li, int64_t row, const float *kv, const float *sc, float *lat) {
-    int64_t p = st->row_pos[row], Hd = st->m->a->head_dim;
-    const float *k0, *s0, *k1, *s1;
-    state_rows(st, li, row, p - 1, kv, sc, &k0, &s0);
-    state_rows(st, li, row, p, kv, sc, &k1, &s1);
-    for (int64_t c = 0; c < Hd; c++) {
-        float m = s0[c] > s1[c] ? s0[c] : s1[c];
-        float e0 = expf(s0[c] - m), e1 = expf(s1[c] - m), sum = e0 + e1;
-        lat[c] = dsf_bf16_round(k0[c] * (e0 / sum) + k1[c] * (e1 / sum));
-    }
-}
-
+// Streams whose rings have the same rows share a call; the kernels compute every row alike, so grouping is free.
 void dsf_model_compress(dsf_run *st, int li, const float *x) {
-    const dsf_args *a = st->m->a;
-    const dsf_layer_w *L = &st->m->L[li];
-    int ratio = L->role->compress_ratio;
-    int64_t R = st->rows, Hd = a->head_dim, ID = a->index_head_dim, rd = a->rope_head_dim;
-    float eps = (float)a->norm_eps;
-    float *kv = dsf_malloc(sizeof(float) * (size_t)(R * Hd)), *sc = NULL;
-    float *lat = dsf_malloc(sizeof(float) * (size_t)Hd), *key = dsf_malloc(sizeof(float) * (size_t)ID);
-    dsf_linear(st->m->pool, NULL, &L->c_wkv, x, R, kv);
-    if (ratio > 1) {
-        sc = dsf_malloc(sizeof(float) * (size_t)(R * Hd));
-        dsf_linear(st->m->pool, NULL, &L->c_wgate, x, R, sc);
-    }
-    for (int64_t r = 0; r < R; r++) {
-        int64_t p = st->row_pos[r];
-        if ((p + 1) % ratio) continue;
-        int64_t j = p / ratio;
-        if (ratio > 1)
-            pool_group(st, li, r, kv, sc, lat);
-        else
-            memcpy(lat, kv + r * Hd, sizeof(float) * (size_t)Hd);
-        dsf_rmsnorm(lat, Hd, 1, Hd, L->c_norm, eps, lat, Hd);
-        dsf_stream *s = st->row_stream[r];
-        if (L->role->indexer_owns_k) {
-            dsf_linear(NULL, NULL, &L->i_wk, lat, 1, key);
-            dsf_rmsnorm(key, ID, 1, ID, L->i_k_norm, eps, key, ID);
-            dsf_rope_row(key, 1, (int)ID, (int)rd, L->freqs, j * ratio, 0);
-            dsf_fp4_qdq_e8m0_row(key, (size_t)ID, s->ikey[li] + j * ID);
+    const dsf_round *rd = st->round;
+    const dsf_cmp_layer *c = &st->m->L[li].cmp;
+    int P = rd->n_parts, D = c->dim;
+    uint16_t *xb = dsf_malloc(sizeof(uint16_t) * (size_t)(st->rows * D));
+    int32_t *row0 = dsf_malloc(sizeof(int32_t) * (size_t)(P + 1));
+    int64_t *pos = dsf_malloc(sizeof(int64_t) * (size_t)P), *j0 = dsf_calloc((size_t)P, sizeof(int64_t));
+    float **ring = dsf_malloc(sizeof(float *) * (size_t)P);
+    uint16_t **kv = dsf_malloc(sizeof(uint16_t *) * (size_t)P), **ik = dsf_malloc(sizeof(uint16_t *) * (size_t)P);
+    int64_t *first = dsf_malloc(sizeof(int64_t) * (size_t)P);
+    uint8_t *done = dsf_calloc((size_t)P, 1);
+    for (int i = 0, row = 0; i < P; i++) first[i] = row, row += (int)rd->parts[i].n;
+    for (int g = 0; g < P; g++) {
+        if (done[g]) continue;
+        dsf_cmp_layer L = *c;
+        L.cap = dsf_stream_ring_cap(rd->parts[g].stream, c);
+        int n = 0, max_len = 0;
+        row0[0] = 0;
+        for (int i = g; i < P; i++) {
+            dsf_stream *s = rd->parts[i].stream;
+            if (done[i] || dsf_stream_ring_cap(s, c) != L.cap) continue;
+            done[i] = 1;
+            int len = (int)rd->parts[i].n;
+            for (int64_t k = 0; k < (int64_t)len * D; k++)
+                xb[(int64_t)row0[n] * D + k] = dsf_bf16_from_f32(x[first[i] * D + k]);
+            pos[n] = rd->parts[i].pos;
+            ring[n] = s->ring[li];
+            kv[n] = s->ckv[li];
+            ik[n] = s->ikey[li];
+            max_len = len > max_len ? len : max_len;
+            row0[n + 1] = row0[n] + len;
+            n++;
         }
-        dsf_rope_row(lat, 1, (int)Hd, (int)rd, L->freqs, j * ratio, 0);
-        dsf_fp4_qdq_e4m3_row(lat, (size_t)Hd, s->ckv[li] + j * Hd);
+        dsf_cmp_batch b = {n, row0[n], max_len, xb, row0, pos, ring, kv, ik, j0};
+        dsf_err e;
+        int rc = dsf_cmp_run_cpu(st->m->pool, &dsf_cmp_geom_cpu, &L, &b, &e);
+        DSF_ASSERT(rc == 0);
     }
-    if (ratio > 1)
-        for (int64_t r = 0; r < R; r++) {
-            dsf_stream *s = st->row_stream[r];
-            int64_t slot = st->row_pos[r] % s->ccap;
-            memcpy(s->cst_kv[li] + slot * Hd, kv + r * Hd, sizeof(float) * (size_t)Hd);
-            memcpy(s->cst_sc[li] + slot * Hd, sc + r * Hd, sizeof(float) * (size_t)Hd);
-        }
+    free(xb);
+    free(row0);
+    free(pos);
+    free(j0);
+    free(ring);
     free(kv);
-    free(sc);
-    free(lat);
-    free(key);
+    free(ik);
+    free(first);
+    free(done);
 }

@@ -1,97 +1,111 @@
-// The Engram stage before its layers (spec §3.2.6, §6.2 item 8): hash rows, dequantised rows, wkv, gate, add.
-#include <math.h>
+// Engram in the forward (spec §3.2.6): token map, hash history, gather and the layer kernels of kern/engram.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/formats.h"
-#include "io/engram_primes.h"
-#include "kern/engram/engram.h"
+#include "kern/engram/engram_kern.h"
 #include "model/model_internal.h"
+#include "tok/tok_engram.h"
 
-void dsf_model_engram_prepare(dsf_model *m, int li, int idx) {
+// The map of a tokenizer.json (the tokenizer's own cache beside it) or of a dsfold-engram-map file.
+static int map_from_path(dsf_model *m, const char *path, dsf_err *e) {
+    size_t n = strlen(path);
+    if (n < 5 || strcmp(path + n - 5, ".json")) return dsf_engram_map_load(path, &m->map, e);
+    dsf_tok *tok;
+    if (dsf_tok_open(&tok, path, e)) return -1;
+    int32_t *ids = NULL, keys = 0;
+    int rc = dsf_tok_engram_map(tok, NULL, (int32_t)m->a->engram_compressed_vocab_size, &ids, &keys, e);
+    if (!rc) rc = dsf_engram_map_from_ids(ids, dsf_tok_size(tok), keys, &m->map, e);
+    if (rc) dsf_fail_prefix(e, "%s: Engram token map", path);
+    free(ids);
+    dsf_tok_close(tok);
+    return rc;
+}
+
+// Without a tokenizer: map[i] = i mod the compressed vocab, a valid map (first-seen order, every id < 99092).
+static int map_fold(dsf_model *m, dsf_err *e) {
+    int64_t n = m->a->vocab_size, c = m->a->engram_compressed_vocab_size;
+    if (c < 1) return dsf_fail(e, "config.json: engram_compressed_vocab_size %lld", (long long)c);
+    int32_t *ids = dsf_malloc(sizeof(int32_t) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) ids[i] = (int32_t)(i % c);
+    int rc = dsf_engram_map_from_ids(ids, n, c, &m->map, e);
+    free(ids);
+    return rc;
+}
+
+static int want_shape(const dsf_tensor *t, int64_t d0, int64_t d1, dsf_err *e) {
+    if (t && t->ndim == 2 && t->shape[0] == d0 && t->shape[1] == d1) return 0;
+    return dsf_fail(e, "%s: expected shape [%lld, %lld]", t ? t->name : "engram tensor", (long long)d0, (long long)d1);
+}
+
+int dsf_model_engram_open(dsf_model *m, const char *dir, const char *token_map, dsf_err *e) {
     const dsf_args *a = m->a;
-    const dsf_layer_view *v = &m->ck->layers[li];
-    dsf_engram_w *g = &m->L[li].engram;
-    int per = (a->engram_max_ngram_size - 1) * a->engram_n_heads;
-    int64_t *primes = dsf_malloc(sizeof(int64_t) * (size_t)(a->n_engram_layers * per));
-    int64_t *rows = dsf_malloc(sizeof(int64_t) * (size_t)a->n_engram_layers);
-    dsf_engram_primes(a->engram_vocab_size, a->n_engram_layers, a->engram_max_ngram_size, a->engram_n_heads, primes,
-                      rows);
-    g->cols = per;
-    for (int c = 0; c < per; c++) {
-        g->primes[c] = primes[idx * per + c];
-        g->offsets[c] = c ? g->offsets[c - 1] + g->primes[c - 1] : 0;
+    if (a->n_engram_layers == 0) return 0;
+    char own[4200];
+    snprintf(own, sizeof own, "%s/tokenizer.json", dir);
+    const char *path = token_map ? token_map : access(own, R_OK) == 0 ? own : NULL;
+    if (path ? map_from_path(m, path, e) : map_fold(m, e)) return -1;
+    snprintf(m->map_source, sizeof m->map_source, "%s", path ? path : "fold (map[i] = i mod compressed vocab)");
+    if (dsf_engram_hash_init(a, &m->map, &m->hash, e)) return -1;
+    int64_t hc = a->hc_mult, D = a->dim, hd = a->engram_head_dim, K = (int64_t)m->hash.cols * hd;
+    for (int li = 0; li < a->n_layers; li++) {
+        int ei = m->L[li].role->engram;
+        if (ei < 0) continue;
+        const dsf_engram_view *v = &m->ck->layers[li].engram;
+        if (dsf_engram_table_bind(v->embed.weight, v->embed.scale, m->hash.rows[ei], (int)hd, &m->tables[ei], e) ||
+            want_shape(v->wkv.weight, (hc + 1) * D, K, e) || want_shape(v->wkv.scale, (hc + 1) * D / 32, K / 32, e) ||
+            want_shape(v->q_weight, hc, D, e) || want_shape(v->k_weight, hc, D, e))
+            return dsf_fail_prefix(e, "layers.%d.engram", li);
+        dsf_engram_w *g = &m->L[li].engram;
+        g->w = v->wkv.weight->data;
+        g->ws = v->wkv.scale->data;
+        g->q_w = dsf_model_bf16_copy(m, v->q_weight);
+        g->k_w = dsf_model_bf16_copy(m, v->k_weight);
     }
-    free(primes);
+    return 0;
+}
+
+const int32_t *dsf_model_token_map(const dsf_model *m, int64_t *n, const char **source) {
+    *n = m->map.n;
+    if (source) *source = m->map_source;
+    return m->map.ids;
+}
+
+int dsf_model_engram_rows(dsf_run *st, const int32_t *tokens, dsf_err *e) {
+    dsf_model *m = st->m;
+    if (m->a->n_engram_layers == 0) return 0;
+    int nl = m->hash.n_layers, C = m->hash.cols;
+    int64_t R = st->rows, hd = m->a->engram_head_dim;
+    int64_t *rows = dsf_malloc(sizeof(int64_t) * (size_t)(R * nl * C));
+    int rc = 0;
+    for (int i = 0, row = 0; i < st->round->n_parts && !rc; i++) {
+        const dsf_round_part *p = &st->round->parts[i];
+        rc = dsf_engram_hist_step(&m->hash, &m->map, &p->stream->hist, p->pos, p->n, tokens + row, NULL,
+                                  rows + (int64_t)row * nl * C, e);
+        row += (int)p->n;
+    }
+    st->eng_codes = dsf_malloc((size_t)(nl * R * C * hd));
+    st->eng_scales = dsf_malloc((size_t)(nl * R * C * hd / 32));
+    if (!rc) rc = dsf_engram_gather(m->pool, 0, m->tables, nl, C, R, rows, st->eng_codes, st->eng_scales, e);
     free(rows);
-    DSF_ASSERT(a->engram_max_ngram_size <= DSF_ENGRAM_MAX_NGRAM);
-    DSF_ASSERT(dsf_engram_multipliers(li, a->engram_compressed_vocab_size, g->mult) == 0);
-    g->codes = v->engram.embed.weight->data;
-    g->scales = v->engram.embed.scale->data;
-    g->wkv = (dsf_linw){DSF_LIN_FP8,  v->engram.wkv.weight->shape[0], v->engram.wkv.weight->shape[1],
-                        a->fp8_block, v->engram.wkv.weight->data,     v->engram.wkv.scale->data,
-                        NULL};
-    float *q = dsf_model_f32_copy(m, v->engram.q_weight), *k = dsf_model_f32_copy(m, v->engram.k_weight);
-    for (int64_t i = 0; i < (int64_t)a->hc_mult * a->dim; i++) q[i] = q[i] * k[i];
-    g->wt = q;
+    return rc;
 }
 
-// The C table rows of position t from the history: cumulative blocking, wrapping int64 products, floor modulo.
-static void hash_rows(const dsf_engram_w *g, const dsf_args *a, const int64_t *hist, int64_t t, int64_t pad,
-                      int64_t *rows) {
-    uint64_t h = 0;
-    int blocked = 0, nh = a->engram_n_heads;
-    for (int k = 0; k < a->engram_max_ngram_size; k++) {
-        int64_t src = t >= k ? hist[t - k] : -1;
-        blocked |= t < k || src < 0;
-        uint64_t prod = (uint64_t)(blocked ? pad : src) * (uint64_t)g->mult[k];
-        h = k ? h ^ prod : prod;
-        if (k == 0) continue;
-        for (int c = (k - 1) * nh; c < k * nh; c++) {
-            int64_t v = (int64_t)h % g->primes[c];
-            rows[c] = (v < 0 ? v + g->primes[c] : v) + g->offsets[c];
-        }
-    }
-}
-
-void dsf_model_engram(dsf_run *st, int li, const int32_t *tokens) {
+void dsf_model_engram(dsf_run *st, int li) {
     const dsf_args *a = st->m->a;
     const dsf_engram_w *g = &st->m->L[li].engram;
-    int64_t R = st->rows, D = a->dim, hc = a->hc_mult, hd = a->engram_head_dim, C = g->cols;
-    int64_t *rows = dsf_malloc(sizeof(int64_t) * (size_t)C);
-    float *emb = dsf_malloc(sizeof(float) * (size_t)(R * C * hd));
-    float *kv = dsf_malloc(sizeof(float) * (size_t)(R * (hc + 1) * D));
-    for (int64_t r = 0; r < R; r++) {
-        int64_t *hist = st->row_stream[r]->hist;
-        hist[st->row_pos[r]] = tokens[r];
-        hash_rows(g, a, hist, st->row_pos[r], a->engram_pad_id, rows);
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t i = 0; i < hd; i++)
-                emb[(r * C + c) * hd + i] = dsf_bf16_round(dsf_e4m3_to_f32(g->codes[rows[c] * hd + i]) *
-                                                           dsf_e8m0_to_f32(g->scales[rows[c] * (hd / 32) + i / 32]));
-    }
-    dsf_linear(st->m->pool, NULL, &g->wkv, emb, R, kv);
-    float scale = (float)(1.0 / sqrt((double)D));
-    for (int64_t r = 0; r < R; r++) {
-        const float *value = kv + r * (hc + 1) * D + hc * D;
-        for (int64_t k = 0; k < hc; k++) {
-            float *h = st->h + (r * hc + k) * D;
-            const float *key = kv + r * (hc + 1) * D + k * D, *wt = g->wt + k * D;
-            float hh = 0.0f, kk = 0.0f, dot = 0.0f;
-            for (int64_t i = 0; i < D; i++) {
-                hh += h[i] * h[i];
-                kk += key[i] * key[i];
-                dot += h[i] * wt[i] * key[i];
-            }
-            float eps = (float)a->norm_eps;
-            float rstd = 1.0f / sqrtf(hh / (float)D + eps) * (1.0f / sqrtf(kk / (float)D + eps));
-            dot = dot * rstd * scale;
-            float mag = sqrtf(fabsf(dot) > 1e-6f ? fabsf(dot) : 1e-6f);
-            float gate = 1.0f / (1.0f + expf(-copysignf(mag, dot)));
-            for (int64_t i = 0; i < D; i++) h[i] = dsf_bf16_round(h[i] + gate * value[i]);
-        }
-    }
-    free(rows);
-    free(emb);
-    free(kv);
+    int ei = st->m->L[li].role->engram, hc = a->hc_mult;
+    int64_t R = st->rows, D = a->dim, n = (int64_t)st->m->hash.cols * a->engram_head_dim, HD = hc * D;
+    uint16_t *h = dsf_malloc(sizeof(uint16_t) * (size_t)(R * HD));
+    int32_t *img = dsf_calloc((size_t)R, sizeof(int32_t));
+    for (int64_t i = 0; i < R * HD; i++) h[i] = dsf_bf16_from_f32(st->h[i]);
+    dsf_err e;
+    int rc = dsf_engram_layer_cpu(st->m->pool, st->eng_codes + ei * R * n, st->eng_scales + ei * R * n / 32, R, n, g->w,
+                                  g->ws, g->q_w, g->k_w, img, h, hc, D, (float)a->norm_eps, &e);
+    DSF_ASSERT(rc == 0);
+    for (int64_t i = 0; i < R * HD; i++) st->h[i] = dsf_bf16_to_f32(h[i]);
+    free(h);
+    free(img);
 }

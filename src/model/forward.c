@@ -25,10 +25,14 @@ static int check_round(const dsf_model *m, const dsf_round *r, dsf_err *e) {
         if (p->pos + p->n > s->max_seq)
             return dsf_fail(e, "round part %d: positions up to %lld exceed the stream's max_seq %lld", i,
                             (long long)(p->pos + p->n), (long long)s->max_seq);
-        for (int64_t t = 0; t < p->n; t++)
+        for (int64_t t = 0; t < p->n; t++) {
             if (p->tokens[t] < 0 || p->tokens[t] >= m->a->vocab_size)
                 return dsf_fail(e, "round part %d: token %d at row %lld outside the vocabulary (%lld)", i,
                                 (int)p->tokens[t], (long long)t, (long long)m->a->vocab_size);
+            if (m->a->n_engram_layers > 0 && p->tokens[t] >= m->map.n)
+                return dsf_fail(e, "round part %d: token %d at row %lld outside the Engram token map (%lld, %s)", i,
+                                (int)p->tokens[t], (long long)t, (long long)m->map.n, m->map_source);
+        }
         if (p->want != DSF_LOGITS_NONE && !p->logits) return dsf_fail(e, "round part %d: logits wanted, no buffer", i);
     }
     return 0;
@@ -112,7 +116,7 @@ static void head_stage(dsf_run *st, const dsf_round *r) {
 int dsf_model_forward(dsf_model *m, const dsf_round *r, dsf_err *e) {
     if (check_round(m, r, e)) return -1;
     const dsf_args *a = m->a;
-    dsf_run st = {.m = m, .topk_layer = -1, .cand_layer = -1};
+    dsf_run st = {.m = m, .round = r, .topk_layer = -1, .cand_layer = -1};
     for (int i = 0; i < r->n_parts; i++) st.rows += r->parts[i].n;
     int64_t R = st.rows, HD = (int64_t)a->hc_mult * a->dim;
     st.row_stream = dsf_malloc(sizeof(dsf_stream *) * (size_t)R);
@@ -138,19 +142,20 @@ int dsf_model_forward(dsf_model *m, const dsf_round *r, dsf_err *e) {
     st.topk_n = dsf_calloc((size_t)R, sizeof(int64_t));
     st.cand_stride = a->candidate_block_size > 0 ? max_entries / a->candidate_block_size + 1 : 1;
     st.cand = dsf_calloc((size_t)(R * st.cand_stride), 1);
-    embed_stage(&st, tokens);
-    if (r->hidden) memcpy(r->hidden, st.h, sizeof(float) * (size_t)(R * HD));
-    if (r->pre_mix) memcpy(r->pre_mix, st.pre_mix, sizeof(float) * (size_t)(R * a->hc_mult));
-    for (int li = 0; li < a->n_layers; li++) {
-        if (m->L[li].role->engram >= 0) dsf_model_engram(&st, li, tokens);
+    int rc = dsf_model_engram_rows(&st, tokens, e);
+    if (!rc) embed_stage(&st, tokens);
+    if (!rc && r->hidden) memcpy(r->hidden, st.h, sizeof(float) * (size_t)(R * HD));
+    if (!rc && r->pre_mix) memcpy(r->pre_mix, st.pre_mix, sizeof(float) * (size_t)(R * a->hc_mult));
+    for (int li = 0; li < a->n_layers && !rc; li++) {
+        if (m->L[li].role->engram >= 0) dsf_model_engram(&st, li);
         block_stage(&st, li);
         if (r->hidden) memcpy(r->hidden + (int64_t)(li + 1) * R * HD, st.h, sizeof(float) * (size_t)(R * HD));
         if (r->pre_mix)
             memcpy(r->pre_mix + (int64_t)(li + 1) * R * a->hc_mult, st.pre_mix,
                    sizeof(float) * (size_t)(R * a->hc_mult));
     }
-    head_stage(&st, r);
-    for (int i = 0; i < r->n_parts; i++) {
+    if (!rc) head_stage(&st, r);
+    for (int i = 0; i < r->n_parts && !rc; i++) {
         dsf_stream *s = r->parts[i].stream;
         s->len = r->parts[i].pos + r->parts[i].n;
         s->hw = s->len > s->hw ? s->len : s->hw;
@@ -166,5 +171,7 @@ int dsf_model_forward(dsf_model *m, const dsf_round *r, dsf_err *e) {
     free(st.topk);
     free(st.topk_n);
     free(st.cand);
-    return 0;
+    free(st.eng_codes);
+    free(st.eng_scales);
+    return rc;
 }

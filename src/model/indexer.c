@@ -26,11 +26,16 @@ void dsf_model_indexer(dsf_run *st, int li, const float *x, const float *qr) {
         int64_t vis = (st->row_pos[r] + 1) / ratio;
         maxvis = vis > maxvis ? vis : maxvis;
     }
-    float *score = dsf_malloc(sizeof(float) * (size_t)maxvis);
+    float *score = dsf_malloc(sizeof(float) * (size_t)maxvis),
+          *keys = dsf_malloc(sizeof(float) * (size_t)(maxvis * ID));
     if (role->uses_candidates) DSF_ASSERT(st->cand_layer == a->candidate_source);
-    for (int64_t r = 0; r < R; r++) {
+    for (int64_t r = 0, have = 0; r < R; r++) {
         int64_t vis = (st->row_pos[r] + 1) / ratio;
-        const float *keys = st->row_stream[r]->ikey[role->index_k_source];
+        // The bf16 keys of the row's stream in fp32, converted once per part as far as its rows see.
+        if (st->row_first[r] == r) have = 0;
+        const uint16_t *kb = st->row_stream[r]->ikey[role->index_k_source];
+        for (; have < vis; have++)
+            for (int64_t c = 0; c < ID; c++) keys[have * ID + c] = dsf_bf16_to_f32(kb[have * ID + c]);
         dsf_index_scores(q + r * IH * ID, w + r * IH, IH, ID, keys, vis, score);
         uint8_t *cand = st->cand + r * st->cand_stride;
         if (role->candidate_source && vis > 0) dsf_candidate_blocks(score, vis, bs, a->candidate_topk_blocks, cand);
@@ -44,4 +49,5 @@ void dsf_model_indexer(dsf_run *st, int li, const float *x, const float *qr) {
     free(q);
     free(w);
     free(score);
+    free(keys);
 }

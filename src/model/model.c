@@ -35,6 +35,14 @@ float *dsf_model_f32_copy(dsf_model *m, const dsf_tensor *t) {
     return f;
 }
 
+// Aligned bf16 codes of a BF16 tensor (checkpoint data may be unaligned, so it is copied bytewise).
+uint16_t *dsf_model_bf16_copy(dsf_model *m, const dsf_tensor *t) {
+    DSF_ASSERT(t && t->dtype == DSF_DT_BF16);
+    uint16_t *v = dsf_model_alloc(m, t->nbytes);
+    memcpy(v, t->data, t->nbytes);
+    return v;
+}
+
 static dsf_linw lin_q(const dsf_lin *l, dsf_lin_kind kind, int blk) {
     dsf_linw w = {kind, l->weight->shape[0], kind == DSF_LIN_FP4 ? 2 * l->weight->shape[1] : l->weight->shape[1],
                   blk,  l->weight->data,     l->scale->data,
@@ -60,7 +68,7 @@ static dsf_linw lin_dequant(dsf_model *m, const dsf_lin *l, int blk) {
     return w;
 }
 
-static void prepare_layer(dsf_model *m, int li) {
+static int prepare_layer(dsf_model *m, int li, dsf_err *e) {
     const dsf_args *a = m->a;
     const dsf_layer_view *v = &m->ck->layers[li];
     dsf_layer_w *L = &m->L[li];
@@ -84,18 +92,15 @@ static void prepare_layer(dsf_model *m, int li) {
     L->wo_b = lin_q(&v->attn.wo_b, DSF_LIN_FP8, B);
     const dsf_role *r = v->role;
     if (r->owns_compressor) {
-        dsf_lin_kind kind = r->compress_ratio > 1 ? DSF_LIN_F32 : DSF_LIN_BF16;
-        L->c_wkv = lin_f(m, v->attn.compressor.wkv.weight, kind);
-        if (r->compressor_gated) L->c_wgate = lin_f(m, v->attn.compressor.wgate.weight, DSF_LIN_F32);
-        L->c_norm = dsf_model_f32_copy(m, v->attn.compressor.norm);
+        if (dsf_cmp_layer_init(&L->cmp, a, li, 0, 0, e) ||
+            dsf_cmp_layer_bind(&L->cmp, &v->attn.compressor, r->indexer_owns_k ? &v->attn.indexer : NULL, e))
+            return dsf_fail_prefix(e, "layers.%d.attn", li);
+        if ((L->cmp.ik != 0) != (r->indexer_owns_k != 0))
+            return dsf_fail(e, "layers.%d.attn: index-key ownership differs between the roles and the compressor", li);
     }
     if (r->owns_indexer) {
         L->i_wq_b = lin_q(&v->attn.indexer.wq_b, DSF_LIN_FP8, B);
         L->i_wp = lin_f(m, v->attn.indexer.weights_proj.weight, DSF_LIN_BF16);
-        if (r->indexer_owns_k) {
-            L->i_wk = lin_f(m, v->attn.indexer.wk.weight, DSF_LIN_BF16);
-            L->i_k_norm = dsf_model_f32_copy(m, v->attn.indexer.k_norm);
-        }
     }
     L->gate = lin_f(m, v->ffn.gate.weight, DSF_LIN_F32);
     L->gate_bias = dsf_model_f32_copy(m, v->ffn.gate.bias);
@@ -117,9 +122,15 @@ static void prepare_layer(dsf_model *m, int li) {
                        a->beta_slow, L->freqs);
     else
         dsf_rope_freqs(a->rope_theta, a->rope_head_dim, 0, 1.0, 0.0, 0.0, L->freqs);
+    return 0;
 }
 
 int dsf_model_open(const char *dir, int threads, dsf_model **out, dsf_err *e) {
+    dsf_model_opts o = {threads, NULL};
+    return dsf_model_open_opts(dir, &o, out, e);
+}
+
+int dsf_model_open_opts(const char *dir, const dsf_model_opts *o, dsf_model **out, dsf_err *e) {
     dsf_ckpt *ck;
     if (dsf_ckpt_open(dir, &ck, e)) return -1;
     if (ck->args.arch != DSF_ARCH_V4_1) {
@@ -133,22 +144,19 @@ int dsf_model_open(const char *dir, int threads, dsf_model **out, dsf_err *e) {
         return dsf_fail(e, "%s: config.json: hc_mult, qk_rope_head_dim or n_routed_experts beyond this build's limits",
                         dir);
     }
-    for (int l = 0; l < ck->args.n_engram_layers; l++) {
-        int64_t mult[DSF_ENGRAM_MAX_NGRAM];
-        if (dsf_engram_multipliers(ck->args.engram_layers[l], ck->args.engram_compressed_vocab_size, mult)) {
-            dsf_ckpt_close(ck);
-            return dsf_fail(e, "%s: config.json: no Engram hash multipliers for layer %d with compressed vocab %lld",
-                            dir, ck->args.engram_layers[l], (long long)ck->args.engram_compressed_vocab_size);
-        }
-    }
     dsf_model *m = dsf_calloc(1, sizeof *m);
     m->ck = ck;
     m->a = &ck->args;
-    m->pool = dsf_pool_new(threads);
+    m->pool = dsf_pool_new(o->threads);
     m->L = dsf_model_alloc(m, sizeof(dsf_layer_w) * (size_t)m->a->n_layers);
-    for (int li = 0; li < m->a->n_layers; li++) {
-        prepare_layer(m, li);
-        if (m->L[li].role->engram >= 0) dsf_model_engram_prepare(m, li, m->L[li].role->engram);
+    for (int li = 0; li < m->a->n_layers; li++)
+        if (prepare_layer(m, li, e)) {
+            dsf_model_close(m);
+            return -1;
+        }
+    if (dsf_model_engram_open(m, dir, o->token_map, e)) {
+        dsf_model_close(m);
+        return -1;
     }
     m->norm = dsf_model_f32_copy(m, ck->g.norm);
     m->head = lin_f(m, ck->g.head, DSF_LIN_F32);
@@ -160,6 +168,7 @@ void dsf_model_close(dsf_model *m) {
     if (!m) return;
     for (int64_t i = 0; i < m->n_alloc; i++) free(m->allocs[i]);
     free(m->allocs);
+    dsf_engram_map_free(&m->map);
     dsf_pool_free(m->pool);
     dsf_ckpt_close(m->ck);
     free(m);

@@ -9,10 +9,18 @@
 typedef struct dsf_model dsf_model;
 typedef struct dsf_stream dsf_stream;
 
+typedef struct dsf_model_opts {
+    int threads;           // <= 0: every CPU
+    const char *token_map; // Engram token map: a tokenizer.json or a map file; NULL: DIR/tokenizer.json, else the fold
+} dsf_model_opts;
+
 // Opens and binds a checkpoint directory and prepares the weights; threads <= 0 uses every CPU.
 int dsf_model_open(const char *dir, int threads, dsf_model **out, dsf_err *e);
+int dsf_model_open_opts(const char *dir, const dsf_model_opts *o, dsf_model **out, dsf_err *e);
 void dsf_model_close(dsf_model *m);
 const dsf_args *dsf_model_args(const dsf_model *m);
+// The Engram token map in use ([*n] compressed ids, NULL without Engram layers) and where it came from.
+const int32_t *dsf_model_token_map(const dsf_model *m, int64_t *n, const char **source);
 
 // A stream's caches by absolute position: a round may start in [high water - max_rollback, len], below max_seq.
 int dsf_stream_new(const dsf_model *m, int64_t max_seq, int max_rollback, dsf_stream **out, dsf_err *e);
