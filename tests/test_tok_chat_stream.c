@@ -233,6 +233,7 @@ static void test_tolerant(void) {
         dsf_chat_finish finish;
         unsigned flags;
     } cases[] = {
+        {"empty chat answer", DSF_CHAT_V4, 0, 1, "", "", "", NULL, 0, DSF_CHAT_FINISH_STOP, 0},
         {"reasoning cut by length", DSF_CHAT_V4, 1, 0, "Let me think\n<｜DS", "Let me think\n<｜DS", "", NULL, 0,
          DSF_CHAT_FINISH_LENGTH, DSF_CHAT_TOL_UNCLOSED},
         {"EOS inside reasoning", DSF_CHAT_V4, 1, 1, "hmm", "hmm", "", NULL, 0, DSF_CHAT_FINISH_STOP,

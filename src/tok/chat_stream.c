@@ -374,7 +374,7 @@ static void run(dsf_chat_stream *s, int final) {
         off += on_text(s, p, cut);
         if (s->st == st && !final) break;
     }
-    memmove(s->pend.p, s->pend.p + off, s->pend.n - off);
+    if (off) memmove(s->pend.p, s->pend.p + off, s->pend.n - off);
     s->pend.n -= off;
 }
 
