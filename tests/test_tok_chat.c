@@ -160,6 +160,8 @@ static void test_rules(void) {
     TEST_ASSERT(!dsf_chat_parse(hello, strlen(hello), DSF_CHAT_V4, 0, &m, NULL));
     TEST_ASSERT(m && !strcmp(json_string_value(json_object_get(m, "content")), "hello"));
     json_decref(m);
+    const char *broken = "he\xffllo<｜end▁of▁sentence｜>";
+    TEST_ASSERT(dsf_chat_parse(broken, strlen(broken), DSF_CHAT_V4, 0, &m, &e) == -1 && !m && strstr(e.msg, "UTF-8"));
     dsf_tok_buf_free(&out);
 }
 

@@ -119,6 +119,7 @@ static int has_special(const char *s, size_t n) {
 
 int dsf_chat_parse(const char *text, size_t n, dsf_chat_variant v, int thinking, json_t **msg, dsf_err *e) {
     *msg = NULL;
+    if (!dsf_utf8_valid(text, n)) return dsf_fail(e, "chat parse: the completion is not valid UTF-8");
     char tc_start[40], invoke_open[40], block_end[40];
     snprintf(tc_start, sizeof tc_start, "\n\n<｜DSML｜%s", dsf_chat_tag(v, 0));
     snprintf(invoke_open, sizeof invoke_open, "<｜DSML｜%s", dsf_chat_tag(v, 1));
@@ -162,5 +163,5 @@ int dsf_chat_parse(const char *text, size_t n, dsf_chat_variant v, int thinking,
     }
     *msg = json_pack("{s:s,s:s%,s:s%,s:o}", "role", "assistant", "content", text + c_start, c_end - c_start,
                      "reasoning_content", text, r_end, "tool_calls", calls);
-    return 0;
+    return *msg ? 0 : dsf_fail(e, "chat parse: the message could not be built");
 }
