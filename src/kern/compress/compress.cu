@@ -1,116 +1,9 @@
-// The compressor on CUDA: fused decode (GEMV, last block emits) and tiled prefill (SGEMM, emit, ring), one order.
-#include "kern/compress/compress_internal.h"
+// The compressor on CUDA: fused decode (GEMV, then the last arrivals emit), tiled prefill (SGEMM, emit, ring rows).
+#include "kern/compress/compress_emit.cuh"
 #include "kern/cuda_check.h"
 
-enum { CTR_BYTES = 256, TCH = 8, MAX_WARPS = 8 };
-
-__device__ __forceinline__ static int dsf_cmp_channels_dev(const dsf_cmp_layer &L) { return (L.overlap ? 2 : 1) * L.d; }
-__device__ __forceinline__ static int dsf_cmp_proj_outputs_dev(const dsf_cmp_layer &L) {
-    return (L.ratio > 1 ? 2 : 1) * dsf_cmp_channels_dev(L);
-}
-
-typedef struct emit_smem {
-    float v[DSF_CMP_MAX_D], lat[DSF_CMP_MAX_D], k[DSF_CMP_MAX_IK], inv;
-    dsf_cmp_tok tok[2 * DSF_CMP_MAX_RATIO];
-} emit_smem;
-
-__device__ static int seg_of(const dsf_cmp_batch &b, int64_t row) {
-    int lo = 0, hi = b.n_seg - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (b.row0[mid] <= row) lo = mid; else hi = mid - 1;
-    }
-    return lo;
-}
-
-// The row of position q of segment s: this call's projection (ws) or the ring for earlier positions.
-__device__ static const float *row_of(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t q, const float *ws,
-                                      int O) {
-    int64_t p0 = b.pos[s], len = b.row0[s + 1] - b.row0[s];
-    if (q >= p0 && q < p0 + len) return ws + (b.row0[s] + (q - p0)) * O;
-    return b.ring[s] + (size_t)(q & (L.cap - 1)) * 2 * dsf_cmp_channels_dev(L);
-}
-
-// Sum of squares of n values in the canonical order: warp 0, lane l takes slice l, lane 0 folds; result in sm->inv.
-__device__ static void block_inv_rms(const float *v, int n, float eps, float *out) {
-    if (threadIdx.x < 32) {
-        int S = n / DSF_CMP_SLICES, l = threadIdx.x;
-        float p = dsf_cmp_slice_sumsq(v + l * S, S), tot = __shfl_sync(0xFFFFFFFFu, p, 0);
-        for (int i = 1; i < DSF_CMP_SLICES; i++) {
-            float x = __shfl_sync(0xFFFFFFFFu, p, i);
-            tot = DSF_CMP_ADD(tot, x);
-        }
-        if (l == 0) *out = dsf_cmp_inv_rms(tot, n, eps);
-    }
-    __syncthreads();
-}
-
-// RoPE of the last 64 of n dims, optional Hadamard, block QDQ, NaN control; v in shared memory; ends synced.
-__device__ static void finish_dev(const dsf_cmp_layer &L, float *v, int n, int64_t pos, int kind, int blk, int had,
-                                  int fault) {
-    int t = threadIdx.x, nt = blockDim.x;
-    for (int i = t; i < DSF_CMP_ROPE_DIM / 2; i += nt)
-        dsf_cmp_rope_pair(v + n - DSF_CMP_ROPE_DIM + 2 * i, pos, L.freq[i]);
-    __syncthreads();
-    if (had) {
-        for (int h = 1; h < n; h *= 2) {
-            for (int i = t; i < n / 2; i += nt) dsf_cmp_hadamard_pair(v, h, i);
-            __syncthreads();
-        }
-        float sc = dsf_cmp_hadamard_scale(n);
-        for (int c = t; c < n; c += nt) v[c] = dsf_bf16_round(DSF_CMP_MUL(v[c], sc));
-        __syncthreads();
-    }
-    int qn = kind == 0 ? n - DSF_CMP_ROPE_DIM : n;
-    for (int bi = t; bi < qn / blk; bi += nt) dsf_cmp_qdq_block(v + bi * blk, blk, kind);
-    __syncthreads();
-    if (fault == DSF_CMP_NAN && t == 0) v[n - 1] = __int_as_float(0x7FC00000);
-    __syncthreads();
-}
-
-// One entry j of segment s, by the whole block: pool (or take the row), norm, index key, RoPE, quantise, write.
-__device__ static void emit_dev(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, const float *ws,
-                                int O, int fault, int wide, emit_smem &sm) {
-    int t = threadIdx.x, nt = blockDim.x, d = L.d, r = L.ratio, C = dsf_cmp_channels_dev(L);
-    int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * r;
-    for (int i = t; i < n; i += nt) {
-        int cur = !prev || i >= r;
-        int64_t q = (j - (cur ? 0 : 1)) * r + (cur && prev ? i - r : i);
-        sm.tok[i].row = row_of(L, b, s, q, ws, O);
-        sm.tok[i].off = cur && L.overlap ? d : 0;
-    }
-    __syncthreads();
-    for (int c = t; c < d; c += nt)
-        sm.v[c] = dsf_bf16_round(r == 1 ? __ldcg(sm.tok[0].row + c) : dsf_cmp_pool(sm.tok, n, C, c, wide));
-    __syncthreads();
-    block_inv_rms(sm.v, d, L.eps, &sm.inv);
-    for (int c = t; c < d; c += nt) sm.v[c] = sm.lat[c] = dsf_cmp_norm_elem(sm.v[c], sm.inv, L.w.norm[c]);
-    __syncthreads();
-    int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
-    finish_dev(L, sm.v, d, j * r + (r == 1 && wide ? 1 : 0), kind, kind == 0 ? 64 : kind == 1 ? 32 : 16, kind == 1,
-               fault);
-    uint16_t *out = b.kv[s] + (size_t)(j - b.j0[s]) * d;
-    for (int c = t; c < d; c += nt) out[c] = dsf_bf16_from_f32(sm.v[c]);
-    if (!L.ik) return;
-    int S = d / DSF_CMP_SLICES, lane = t & 31;
-    for (int o = t >> 5; o < L.ik; o += nt >> 5) {
-        float p = dsf_cmp_slice_dot(sm.lat + lane * S, L.w.wk + (size_t)o * d + lane * S, S);
-        float tot = __shfl_sync(0xFFFFFFFFu, p, 0);
-        for (int i = 1; i < DSF_CMP_SLICES; i++) {
-            float x = __shfl_sync(0xFFFFFFFFu, p, i);
-            tot = DSF_CMP_ADD(tot, x);
-        }
-        if (lane == 0) sm.k[o] = dsf_bf16_round(tot);
-    }
-    __syncthreads();
-    block_inv_rms(sm.k, L.ik, L.eps, &sm.inv);
-    for (int o = t; o < L.ik; o += nt) sm.k[o] = dsf_cmp_norm_elem(sm.k[o], sm.inv, L.w.k_norm[o]);
-    __syncthreads();
-    finish_dev(L, sm.k, L.ik, j * r, 1, 32, 0, fault);
-    uint16_t *ko = b.ik[s] + (size_t)(j - b.j0[s]) * L.ik;
-    for (int o = t; o < L.ik; o += nt) ko[o] = dsf_bf16_from_f32(sm.k[o]);
-    __syncthreads();
-}
+// Counters: arrivals, departures, then one ticket per row; then ws [rows, O] and pooled channels [64, d].
+enum { CTR_BYTES = 512, KU = 10 };
 
 // Whether token p of segment s emits entry j (by the fault's rule); -1 when it does not.
 __device__ static int64_t emitted_at(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t p, int fault) {
@@ -130,62 +23,102 @@ __device__ static void store_proj(const dsf_cmp_layer &L, const dsf_cmp_batch &b
     if (to_ring) b.ring[s][(size_t)(p & (L.cap - 1)) * 2 * C + o] = v;
 }
 
-__device__ static void bf16x8(uint4 u, float *f) {
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+__device__ static unsigned load_acquire(const unsigned *p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
 }
 
-// Fused decode: warp = one output, lane = one K slice, TCH rows at a time; then the last block emits every entry.
-__global__ void __launch_bounds__(256) cmp_fused(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, unsigned *counter,
-                                                 int fault, int wide, int skip) {
-    __shared__ float part[MAX_WARPS][TCH][DSF_CMP_SLICES + 1];
-    __shared__ emit_smem sm;
-    __shared__ int last;
-    int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, S = D / DSF_CMP_SLICES;
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, o = blockIdx.x * (blockDim.x >> 5) + warp;
-    const uint16_t *w = o < O ? (o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D) + lane * S : NULL;
-    for (int64_t t0 = 0; t0 < b.rows; t0 += TCH) {
-        int nt = b.rows - t0 < TCH ? (int)(b.rows - t0) : TCH;
-        float acc[TCH];
+// GEMV of output o (warp) for rows t0..t0+nr-1: lane = one K slice, its weights loaded KU 16-byte vectors at a time.
+__device__ static void gemv_rows(const dsf_cmp_batch &b, const uint16_t *w, int D, int S, int64_t t0, int nr,
+                                 float *acc) {
+    const uint16_t *xs = b.x + t0 * D + (threadIdx.x & 31) * S;
+    for (int k0 = 0; k0 < S; k0 += 8 * KU) {
+        uint4 wv[KU];
 #pragma unroll
-        for (int t = 0; t < TCH; t++) acc[t] = 0.0f;
-        if (w) {
-#pragma unroll 2
-            for (int k = 0; k < S; k += 8) {
-                float wf[8], xf[8];
-                bf16x8(*(const uint4 *)(w + k), wf);
+        for (int u = 0; u < KU; u++) wv[u] = k0 + 8 * u < S ? __ldg((const uint4 *)(w + k0 + 8 * u)) : make_uint4(0, 0, 0, 0);
 #pragma unroll
-                for (int t = 0; t < TCH; t++) {
-                    if (t >= nt) break;
-                    bf16x8(*(const uint4 *)(b.x + (t0 + t) * D + lane * S + k), xf);
+        for (int u = 0; u < KU; u++) {
+            if (k0 + 8 * u >= S) break;
+            float wf[8];
+            uint4 xv[TCH];
+            bf16x8(wv[u], wf);
 #pragma unroll
-                    for (int i = 0; i < 8; i++) acc[t] = DSF_CMP_MADD(xf[i], wf[i], acc[t]);
-                }
+            for (int t = 0; t < TCH; t++)
+                if (t < nr) xv[t] = *(const uint4 *)(xs + t * D + k0 + 8 * u);
+#pragma unroll
+            for (int t = 0; t < TCH; t++) {
+                if (t >= nr) break;
+                float xf[8];
+                bf16x8(xv[t], xf);
+#pragma unroll
+                for (int i = 0; i < 8; i++) acc[t] = DSF_CMP_MADD(xf[i], wf[i], acc[t]);
             }
         }
+    }
+}
+
+// Fused decode: warp = one output, lane = one K slice; the last rows*pc blocks to arrive wait for all, then emit.
+__global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, float *pooled,
+                                                    unsigned *ctr, int fault, int wide, int skip, int pc) {
+    __shared__ emit_smem sm;
+    int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, S = D / DSF_CMP_SLICES;
+    int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, o = blockIdx.x * nw + warp;
+    if ((int)blockIdx.x * nw < O) {
+        const uint16_t *w = o < O ? (o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D) + lane * S : NULL;
+        for (int64_t t0 = 0; t0 < b.rows; t0 += TCH) {
+            int nr = b.rows - t0 < TCH ? (int)(b.rows - t0) : TCH;
+            float acc[TCH];
 #pragma unroll
-        for (int t = 0; t < TCH; t++) part[warp][t][lane] = acc[t];
-        __syncwarp();
-        if (w && lane < nt) {
-            float tot = part[warp][lane][0];
-            for (int s = 1; s < DSF_CMP_SLICES - skip; s++) tot = DSF_CMP_ADD(tot, part[warp][lane][s]);
-            store_proj(L, b, ws, O, t0 + lane, o, tot, fault, L.ratio > 1);
+            for (int t = 0; t < TCH; t++) acc[t] = 0.0f;
+            if (w) gemv_rows(b, w, D, S, t0, nr, acc);
+#pragma unroll
+            for (int t = 0; t < TCH; t++) sm.u.part[warp][t][lane] = acc[t];
+            __syncwarp();
+            if (w && lane < nr) {
+                float tot = sm.u.part[warp][lane][0];
+                for (int s = 1; s < DSF_CMP_SLICES - skip; s++) tot = DSF_CMP_ADD(tot, sm.u.part[warp][lane][s]);
+                store_proj(L, b, ws, O, t0 + lane, o, tot, fault, L.ratio > 1);
+            }
+            __syncwarp();
         }
-        __syncwarp();
     }
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    if (threadIdx.x == 0) sm.ticket = atomicAdd(ctr, 1u);
     __syncthreads();
-    if (!last) return;
+    int ne = (int)b.rows * pc, me = (int)sm.ticket - ((int)gridDim.x - ne);
+    if (me < 0) return;
+    if (threadIdx.x == 0) {
+        while (load_acquire(ctr) < gridDim.x) __nanosleep(32);
+        if (atomicAdd(ctr + 1, 1u) == (unsigned)ne - 1) ctr[0] = 0, ctr[1] = 0;
+    }
+    __syncthreads();
     __threadfence();
-    for (int s = 0; s < b.n_seg; s++)
-        for (int64_t p = b.pos[s]; p < b.pos[s] + (b.row0[s + 1] - b.row0[s]); p++) {
-            int64_t j = emitted_at(L, b, s, p, fault);
-            if (j >= 0) emit_dev(L, b, s, j, ws, O, fault, wide, sm);
-        }
-    if (threadIdx.x == 0) *counter = 0;
+    int64_t row = me / pc;
+    int s = seg_of(b, row), cw = L.d / pc, c0 = (me % pc) * cw;
+    int64_t j = emitted_at(L, b, s, b.pos[s] + (row - b.row0[s]), fault);
+    if (j < 0) return;
+    emit_tokens(L, b, s, j, ws, O, fault, sm);
+    if (pc == 1) {
+        pool_range(L, 0, L.d, wide, sm.v, sm);
+        emit_finish(L, b, s, j, fault, wide, sm);
+        return;
+    }
+    float *dst = pooled + row * L.d;
+    pool_range(L, c0, c0 + cw, wide, dst + c0, sm);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        sm.ticket = atomicAdd(ctr + 2 + row, 1u) == (unsigned)pc - 1;
+        if (sm.ticket) ctr[2 + row] = 0;
+    }
+    __syncthreads();
+    if (!sm.ticket) return;
+    __threadfence();
+    for (int c = threadIdx.x; c < L.d; c += blockDim.x) sm.v[c] = __ldcg(dst + c);
+    __syncthreads();
+    emit_finish(L, b, s, j, fault, wide, sm);
 }
 
 // Tiled prefill: BM rows x BN outputs, K tiles of 8 in order, the slice folded in at each boundary as the GEMV does.
@@ -270,7 +203,9 @@ __global__ void __launch_bounds__(256) cmp_emit(dsf_cmp_layer L, dsf_cmp_batch b
     int64_t p0 = b.pos[s], len = b.row0[s + 1] - b.row0[s], j = p0 / r - 1 + blockIdx.y;
     int64_t p = j * r + r - 1 + (fault == DSF_CMP_LATE ? 1 : 0);
     if (j < 0 || p < p0 || p >= p0 + len || emitted_at(L, b, s, p, fault) != j) return;
-    emit_dev(L, b, s, j, ws, dsf_cmp_proj_outputs_dev(L), fault, wide, sm);
+    emit_tokens(L, b, s, j, ws, dsf_cmp_proj_outputs_dev(L), fault, sm);
+    pool_range(L, 0, L.d, wide, sm.v, sm);
+    emit_finish(L, b, s, j, fault, wide, sm);
 }
 
 // Prefill ring rows: the call's rows of the last cap positions of each segment, after the emissions read the ring.
@@ -288,7 +223,8 @@ __global__ void cmp_ring_reset(float *ring, int cap, int C) {
 }
 
 extern "C" size_t dsf_cmp_scratch_bytes(const dsf_cmp_layer *L, int64_t rows) {
-    return CTR_BYTES + sizeof(float) * (size_t)(rows > 0 ? rows : 1) * (size_t)dsf_cmp_proj_outputs(L);
+    return CTR_BYTES + sizeof(float) * ((size_t)(rows > 0 ? rows : 1) * (size_t)dsf_cmp_proj_outputs(L) +
+                                        (size_t)DSF_CMP_FUSED_MAX_ROWS * (size_t)L->d);
 }
 
 static int geom_check(const dsf_geom *g, dsf_err *e) {
@@ -301,6 +237,22 @@ static int geom_check(const dsf_geom *g, dsf_err *e) {
 
 static const void *gemm_fn(int tile) {
     return tile ? (const void *)cmp_gemm<128, 128, 8, 8> : (const void *)cmp_gemm<64, 64, 4, 4>;
+}
+
+// Blocks of cmp_fused the device holds at once (cached per device, threads and dynamic shared memory).
+static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
+    static int key[16][3], val[16], n;
+    int dev = 0, per_sm = 0, sms = 0;
+    DSF_CUDA_TRY(e, cudaGetDevice(&dev));
+    for (int i = 0; i < n; i++)
+        if (key[i][0] == dev && key[i][1] == threads && key[i][2] == smem) return *slots = val[i], 0;
+    if (smem > 48 * 1024)
+        DSF_CUDA_TRY(e, cudaFuncSetAttribute((const void *)cmp_fused, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)cmp_fused, threads, (size_t)smem));
+    DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    *slots = per_sm * sms;
+    if (n < 16) key[n][0] = dev, key[n][1] = threads, key[n][2] = smem, val[n++] = *slots;
+    return 0;
 }
 
 static int launch(const void *fn, dim3 grid, int threads, int smem, void *stream, void **args, const char *what,
@@ -328,10 +280,14 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     int wide = fault == DSF_CMP_GEOM && g->threads >= 256, skip = fault == DSF_CMP_BATCH && b->n_seg > DSF_CMP_SUITE_MAX_SEG;
     int O = dsf_cmp_proj_outputs(L), span = (L->overlap ? 2 : 1) * L->ratio;
     int fused = g->p[0] != 2 && b->rows <= DSF_CMP_FUSED_MAX_ROWS && (L->ratio == 1 || b->max_len <= L->cap - span);
-    if (fused) {
-        int opb = g->threads / 32;
-        void *args[] = {&l, &bb, &ws, &counter, &fault, &wide, &skip};
-        return launch((const void *)cmp_fused, dim3((unsigned)((O + opb - 1) / opb)), g->threads, g->dyn_smem, stream,
+    int slots = 0, pc = span >= 64 ? 16 : 1;
+    if (fused && fused_slots(g->threads, g->dyn_smem, &slots, e)) return -1;
+    while (pc > 1 && (L->d % (32 * pc) || b->rows * pc > slots / 2)) pc /= 2;
+    if (fused && b->rows <= slots / 2) {
+        int opb = g->threads / 32, grid = (O + opb - 1) / opb, ne = (int)b->rows * pc;
+        float *pooled = ws + (size_t)b->rows * (size_t)O;
+        void *args[] = {&l, &bb, &ws, &pooled, &counter, &fault, &wide, &skip, &pc};
+        return launch((const void *)cmp_fused, dim3((unsigned)(grid > ne ? grid : ne)), g->threads, g->dyn_smem, stream,
                       args, "cmp_fused", e);
     }
     int bm = g->p[1] ? 128 : 64;

@@ -1,0 +1,224 @@
+#ifndef DSF_COMPRESS_EMIT_CUH
+#define DSF_COMPRESS_EMIT_CUH
+// The compressor's emission on CUDA, by one block: tokens, staged pooling of a channel range, norm, key, RoPE, QDQ.
+#include "kern/compress/compress_internal.h"
+
+enum { TCH = 8, MAX_WARPS = 8, POOL_FLOATS = 8192, PU = 8 };
+
+__device__ __forceinline__ static int dsf_cmp_channels_dev(const dsf_cmp_layer &L) { return (L.overlap ? 2 : 1) * L.d; }
+__device__ __forceinline__ static int dsf_cmp_proj_outputs_dev(const dsf_cmp_layer &L) {
+    return (L.ratio > 1 ? 2 : 1) * dsf_cmp_channels_dev(L);
+}
+
+typedef struct emit_smem {
+    union {
+        float st[POOL_FLOATS];                          // pooling: scores (then weights) and kv of a channel chunk
+        float part[MAX_WARPS][TCH][DSF_CMP_SLICES + 1]; // GEMVs: slice partials, lane t folds row or output t
+    } u;
+    float v[DSF_CMP_MAX_D], lat[DSF_CMP_MAX_D], k[DSF_CMP_MAX_IK], sl[DSF_CMP_SLICES], qs[DSF_CMP_MAX_D / 16], inv;
+    dsf_cmp_tok tok[2 * DSF_CMP_MAX_RATIO];
+    int n;
+    unsigned ticket;
+} emit_smem;
+
+__device__ static int seg_of(const dsf_cmp_batch &b, int64_t row) {
+    int lo = 0, hi = b.n_seg - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (b.row0[mid] <= row) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
+// The row of position q of segment s: this call's projection (ws) or the ring for earlier positions.
+__device__ static const float *row_of(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t q, const float *ws,
+                                      int O) {
+    int64_t p0 = b.pos[s], len = b.row0[s + 1] - b.row0[s];
+    if (q >= p0 && q < p0 + len) return ws + (b.row0[s] + (q - p0)) * O;
+    return b.ring[s] + (size_t)(q & (L.cap - 1)) * 2 * dsf_cmp_channels_dev(L);
+}
+
+// Sum of squares of n values in the canonical order: thread l sums slice l, thread 0 folds; 1/rms in sm.inv.
+__device__ static void block_inv_rms(const float *v, int n, float eps, emit_smem &sm) {
+    int t = threadIdx.x, S = n / DSF_CMP_SLICES;
+    if (t < DSF_CMP_SLICES) sm.sl[t] = dsf_cmp_slice_sumsq(v + t * S, S);
+    __syncthreads();
+    if (t == 0) {
+        float tot = sm.sl[0];
+#pragma unroll
+        for (int i = 1; i < DSF_CMP_SLICES; i++) tot = DSF_CMP_ADD(tot, sm.sl[i]);
+        sm.inv = dsf_cmp_inv_rms(tot, n, eps);
+    }
+    __syncthreads();
+}
+
+// RoPE of the last 64 of n dims, optional Hadamard, QDQ as dsf_cmp_qdq_block (scales per block, then per element).
+__device__ static void finish_dev(const dsf_cmp_layer &L, float *v, float *qs, int n, int64_t pos, int kind, int blk,
+                                  int had, int fault) {
+    int t = threadIdx.x, nt = blockDim.x;
+    for (int i = t; i < DSF_CMP_ROPE_DIM / 2; i += nt)
+        dsf_cmp_rope_pair(v + n - DSF_CMP_ROPE_DIM + 2 * i, pos, L.freq[i]);
+    __syncthreads();
+    if (had) {
+        for (int h = 1; h < n; h *= 2) {
+            for (int i = t; i < n / 2; i += nt) dsf_cmp_hadamard_pair(v, h, i);
+            __syncthreads();
+        }
+        float sc = dsf_cmp_hadamard_scale(n);
+        for (int c = t; c < n; c += nt) v[c] = dsf_bf16_round(DSF_CMP_MUL(v[c], sc));
+        __syncthreads();
+    }
+    int qn = kind == 0 ? n - DSF_CMP_ROPE_DIM : n;
+    for (int bi = t; bi < qn / blk; bi += nt) {
+        float amax = dsf_block_amax(v + bi * blk, blk);
+        qs[bi] = kind == 0 ? dsf_act_scale_pow2(amax) : kind == 1 ? dsf_fp4_scale_e8m0(amax) : dsf_fp4_scale_e4m3(amax);
+    }
+    __syncthreads();
+    for (int c = t; c < qn; c += nt)
+        v[c] = kind == 0 ? dsf_act_qdq_value(v[c], qs[c / blk]) : dsf_fp4_qdq_value(v[c], qs[c / blk]);
+    __syncthreads();
+    if (fault == DSF_CMP_NAN && t == 0) v[n - 1] = __int_as_float(0x7FC00000);
+    __syncthreads();
+}
+
+// The tokens entry j of segment s pools, in position order, with their channel offsets: sm.tok, sm.n; ends synced.
+__device__ static void emit_tokens(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, const float *ws,
+                                   int O, int fault, emit_smem &sm) {
+    int r = L.ratio, prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * r;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        int cur = !prev || i >= r;
+        int64_t q = (j - (cur ? 0 : 1)) * r + (cur && prev ? i - r : i);
+        sm.tok[i].row = row_of(L, b, s, q, ws, O);
+        sm.tok[i].off = cur && L.overlap ? L.d : 0;
+    }
+    if (threadIdx.x == 0) sm.n = n;
+    __syncthreads();
+}
+
+// Pools channels c0..c1-1 into dst as dsf_cmp_pool does (same operations, same order), a staged chunk at a time.
+__device__ static void pool_range(const dsf_cmp_layer &L, int c0, int c1, int wide, float *dst, emit_smem &sm) {
+    int t = threadIdx.x, nt = blockDim.x, n = sm.n, C = dsf_cmp_channels_dev(L);
+    if (L.ratio == 1) {
+        for (int c = c0 + t; c < c1; c += nt) dst[c - c0] = dsf_bf16_round(__ldcg(sm.tok[0].row + c));
+        __syncthreads();
+        return;
+    }
+    int cw = (POOL_FLOATS / 2 / n) / 32 * 32;
+    float *e = sm.u.st, *kv = sm.u.st + POOL_FLOATS / 2;
+    for (int a = c0; a < c1; a += cw) {
+        int ch = c1 - a < cw ? c1 - a : cw, nx = n * ch;
+        for (int x0 = t; x0 < nx; x0 += PU * nt) {
+            float sv[PU], kvv[PU];
+#pragma unroll
+            for (int u = 0; u < PU; u++) {
+                int x = x0 + u * nt, i = x / ch, c = x - i * ch;
+                const dsf_cmp_tok *tk = &sm.tok[x < nx ? i : 0], *tv = &sm.tok[x < nx ? (wide ? n - 1 - i : i) : 0];
+                sv[u] = x < nx ? __ldcg(tk->row + C + tk->off + a + c) : 0.0f;
+                kvv[u] = x < nx ? __ldcg(tv->row + tv->off + a + c) : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < PU; u++)
+                if (x0 + u * nt < nx) e[x0 + u * nt] = sv[u], kv[x0 + u * nt] = kvv[u];
+        }
+        __syncthreads();
+        for (int c = t; c < ch; c += nt) {
+            float m = -INFINITY;
+#pragma unroll 8
+            for (int i = 0; i < n; i++) m = fmaxf(m, e[i * ch + c]);
+            sm.lat[c] = m;
+        }
+        __syncthreads();
+        for (int x = t; x < nx; x += nt) e[x] = expf(DSF_CMP_SUB(e[x], sm.lat[x % ch]));
+        __syncthreads();
+        for (int c = t; c < ch; c += nt) {
+            float sum = 0.0f;
+#pragma unroll 8
+            for (int i = 0; i < n; i++) sum = DSF_CMP_ADD(sum, e[i * ch + c]);
+            sm.lat[c] = sum;
+        }
+        __syncthreads();
+        for (int x = t; x < nx; x += nt) e[x] = DSF_CMP_DIV(e[x], sm.lat[x % ch]);
+        __syncthreads();
+        for (int c = t; c < ch; c += nt) {
+            float acc = 0.0f;
+#pragma unroll 8
+            for (int i = 0; i < n; i++) acc = DSF_CMP_MADD(kv[i * ch + c], e[i * ch + c], acc);
+            dst[a - c0 + c] = dsf_bf16_round(acc);
+        }
+        __syncthreads();
+    }
+}
+
+__device__ static void bf16x8(uint4 u, float *f) {
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+}
+
+// Index key from sm.lat into sm.k: a warp takes TCH outputs at a time, lane = slice, lane u folds output u in order.
+__device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
+    enum { MS = DSF_CMP_MAX_D / DSF_CMP_SLICES };
+    int d = L.d, S = d / DSF_CMP_SLICES, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int vec = S % 8 == 0 && ((uintptr_t)L.w.wk & 15) == 0;
+    float x[MS];
+#pragma unroll
+    for (int k = 0; k < MS; k++) x[k] = k < S ? sm.lat[lane * S + k] : 0.0f;
+    for (int o0 = warp * TCH; o0 < L.ik; o0 += nw * TCH) {
+        float p[TCH];
+#pragma unroll
+        for (int u = 0; u < TCH; u++) {
+            const uint16_t *w = L.w.wk + (size_t)(o0 + u) * d + lane * S;
+            float wf[MS];
+            p[u] = 0.0f;
+            if (o0 + u >= L.ik) continue;
+            if (vec) {
+#pragma unroll
+                for (int k = 0; k < MS; k += 8)
+                    if (k < S) bf16x8(__ldg((const uint4 *)(w + k)), wf + k);
+            } else {
+#pragma unroll
+                for (int k = 0; k < MS; k++)
+                    if (k < S) wf[k] = dsf_bf16_to_f32(w[k]);
+            }
+#pragma unroll
+            for (int k = 0; k < MS; k++)
+                if (k < S) p[u] = DSF_CMP_MADD(x[k], wf[k], p[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < TCH; u++) sm.u.part[warp][u][lane] = p[u];
+        __syncwarp();
+        if (lane < TCH && o0 + lane < L.ik) {
+            float tot = sm.u.part[warp][lane][0];
+#pragma unroll
+            for (int i = 1; i < DSF_CMP_SLICES; i++) tot = DSF_CMP_ADD(tot, sm.u.part[warp][lane][i]);
+            sm.k[o0 + lane] = dsf_bf16_round(tot);
+        }
+        __syncwarp();
+    }
+    __syncthreads();
+}
+
+// Entry j of segment s from its pooled values in sm.v, by the whole block: norm, index key, RoPE, quantise, write.
+__device__ static void emit_finish(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, int fault,
+                                   int wide, emit_smem &sm) {
+    int t = threadIdx.x, nt = blockDim.x, d = L.d, r = L.ratio;
+    block_inv_rms(sm.v, d, L.eps, sm);
+    for (int c = t; c < d; c += nt) sm.v[c] = sm.lat[c] = dsf_cmp_norm_elem(sm.v[c], sm.inv, L.w.norm[c]);
+    __syncthreads();
+    int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
+    finish_dev(L, sm.v, sm.qs, d, j * r + (r == 1 && wide ? 1 : 0), kind, kind == 0 ? 64 : kind == 1 ? 32 : 16, kind == 1,
+               fault);
+    uint16_t *out = b.kv[s] + (size_t)(j - b.j0[s]) * d;
+    for (int c = t; c < d; c += nt) out[c] = dsf_bf16_from_f32(sm.v[c]);
+    if (!L.ik) return;
+    index_key(L, sm);
+    block_inv_rms(sm.k, L.ik, L.eps, sm);
+    for (int o = t; o < L.ik; o += nt) sm.k[o] = dsf_cmp_norm_elem(sm.k[o], sm.inv, L.w.k_norm[o]);
+    __syncthreads();
+    finish_dev(L, sm.k, sm.qs, L.ik, j * r, 1, 32, 0, fault);
+    uint16_t *ko = b.ik[s] + (size_t)(j - b.j0[s]) * L.ik;
+    for (int o = t; o < L.ik; o += nt) ko[o] = dsf_bf16_from_f32(sm.k[o]);
+    __syncthreads();
+}
+
+#endif
