@@ -147,9 +147,8 @@ int main(int argc, char **argv) {
             int32_t *row0 = malloc(sizeof(int32_t) * (S + 1));
             int64_t *pos = malloc(sizeof(int64_t) * S), *j0 = malloc(sizeof(int64_t) * S);
             void **ptr = malloc(sizeof(void *) * 3 * S);
-            float *rings;
+            float *rings = dev_rand((rf ? rf : 1) * (size_t)S * 2);
             uint16_t *kv, *ik;
-            CK(cudaMalloc((void **)&rings, sizeof(float) * (rf ? rf : 1) * S));
             CK(cudaMalloc((void **)&kv, 2 * (size_t)(E * v->d * S)));
             CK(cudaMalloc((void **)&ik, 2 * (size_t)(E * 128 * S) + 2));
             for (int s = 0; s <= S; s++) {
@@ -177,7 +176,8 @@ int main(int argc, char **argv) {
             double us = time_us(c.st, run_cmp, &c);
             int64_t em = ri == 3 ? rows / v->ratio : S;
             double bytes = 2.0 * O * v->D + 2.0 * rows * v->D + (v->ratio > 1 ? 4.0 * O * (rows < S * L->cap ? rows : S * L->cap) : 0) +
-                           2.0 * em * (v->d + L->ik) + (L->ik ? 2.0 * L->ik * v->d : 0);
+                           2.0 * em * (v->d + L->ik) + (L->ik ? 2.0 * L->ik * v->d : 0) +
+                           (ri == 3 ? 0.0 : 8.0 * em * v->d * ((v->overlap ? 2 : 1) * v->ratio - 1));
             double flops = 2.0 * rows * O * v->D + 2.0 * em * L->ik * v->d;
             printf("%-10s %5d %10.2f %10.2f %10.3f %9.0f %8.2f %8.2f %8.2f\n", v->name, rows, us, bytes / 1e6, flops / 1e9,
                    bytes / (us * 1e3), (bytes / (copy_gbs * 1e3)) / us, flops / (us * 1e6), flops / (us * 1e6) / fma_tf);

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# On the GPU machine, from build-dev (tools/device_build): compressor tests, contract and benchmark; a table last.
+set -uo pipefail
+out=${OUT:-out}
+b=${1:-build-dev}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$b/lib
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$out/gpu.txt"
+(timeout 100 "$b"/test_compress_cuda >"$out/test.log" 2>&1; echo "test_compress_cuda rc=$?" >>"$out/test.log") &
+timeout 100 "$b"/dsfold contract --backend cuda --only compress >"$out/contract.log" 2>&1
+echo "contract rc=$?"
+wait
+timeout 35 "$b"/bench_compress >"$out/bench.txt" 2>&1
+echo "bench rc=$?"
+if [ -x "$b"/bench_compress_base ]; then
+    timeout 35 "$b"/bench_compress_base >"$out/bench_base.txt" 2>&1
+    echo "bench_base rc=$?"
+fi
+timeout 50 python3 bench/bench_compress_torch.py "$out/bench.txt" >"$out/torch.txt" 2>&1
+echo "torch rc=$?"
+grep -v '^ *$' "$out/contract.log" | grep -vE '^(cpu|cuda):' | grep -v ' pass ' | head -20
+tail -n 3 "$out/test.log"
+cat "$out/bench_base.txt" 2>/dev/null | tail -n 21
+cat "$out/bench.txt"
+tail -n 21 "$out/torch.txt"
+grep -E '^SUMMARY' "$out/contract.log"
