@@ -33,6 +33,7 @@ run: build
 		build/dsfold synth --arch v4.1 --size tiny $(MODEL) || { rm -rf $(MODEL); exit 1; }; fi
 	build/dsfold info $(MODEL)
 	build/dsfold contract --backend cpu
+	build/dsfold generate --model $(MODEL) --prompt "The kernel contract checks" -n 16
 
 test: build
 	$(call timed,ctest build/) ctest --test-dir build --output-on-failure --no-tests=error -j2
