@@ -10,12 +10,12 @@ for t in "$b"/test_engram "$b"/test_engram_layer; do
     DSF_BIN="$b"/dsfold "$t" >"$out/$(basename "$t").log" 2>&1
     echo "$(basename "$t") rc=$? $(tail -n 1 "$out/$(basename "$t").log")"
 done
-timeout 200 "$b"/dsfold contract --backend all --only engram --json "$out/contract.json" >"$out/contract.log" 2>&1
+timeout 120 "$b"/dsfold contract --backend cuda --only engram --json "$out/contract.json" >"$out/contract.log" 2>&1
 echo "contract rc=$?"
 grep -v '^ *$' "$out/contract.log" | grep -vE '^(cpu|cuda):' | head -40
-timeout 150 "$b"/bench_engram 4000000 >"$out/bench.txt" 2>&1
+timeout 60 "$b"/bench_engram 1000000 >"$out/bench.txt" 2>&1
 echo "bench rc=$?"
-timeout 150 python3 bench/bench_engram_torch.py "$out/bench.txt" >"$out/torch.txt" 2>&1
+timeout 90 python3 bench/bench_engram_torch.py "$out/bench.txt" >"$out/torch.txt" 2>&1
 echo "torch rc=$?"
 grep -E 'gather_t(1|64|4096)_threads16|direct_equals' "$out/bench.txt"
 grep -E '^SUMMARY' "$out/contract.log"

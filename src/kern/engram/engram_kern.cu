@@ -28,6 +28,8 @@ __device__ __forceinline__ float eng_warp_sum(float v, int up) {
     return v;
 }
 
+#define ENG_GATE_U 8
+
 template <int F>
 __global__ void __launch_bounds__(1024) eng_gate(const uint16_t *h, const uint16_t *__restrict__ kv,
                                                   const uint16_t *__restrict__ qw, const uint16_t *__restrict__ kw,
@@ -41,12 +43,24 @@ __global__ void __launch_bounds__(1024) eng_gate(const uint16_t *h, const uint16
         int k = (int)(u % hc);
         const uint16_t *hr = h + u * D, *key = kv + (t * (hc + 1) + k) * D, *val = kv + (t * (hc + 1) + hc) * D;
         float s_hh = 0.0f, s_kk = 0.0f, s_d = 0.0f;
-        for (int64_t c = lane; c < D; c += 32) {
-            float hv = dsf_bf16_to_f32(hr[c]), kk = dsf_bf16_to_f32(key[c]);
-            float wt = __fmul_rn(dsf_bf16_to_f32(qw[k * D + c]), dsf_bf16_to_f32(kw[k * D + c]));
-            s_hh = __fadd_rn(s_hh, __fmul_rn(hv, hv));
-            s_kk = __fadd_rn(s_kk, __fmul_rn(kk, kk));
-            s_d = __fadd_rn(s_d, __fmul_rn(__fmul_rn(hv, wt), kk));
+        // Loads of ENG_GATE_U strides go out together; each lane still adds its elements c = lane + 32 i in order.
+        for (int64_t c0 = 0; c0 < D; c0 += 32 * ENG_GATE_U) {
+            float hv[ENG_GATE_U], kk[ENG_GATE_U], wt[ENG_GATE_U];
+#pragma unroll
+            for (int i = 0; i < ENG_GATE_U; i++) {
+                int64_t c = c0 + lane + 32 * i;
+                int ok = c < D;
+                hv[i] = ok ? dsf_bf16_to_f32(hr[c]) : 0.0f;
+                kk[i] = ok ? dsf_bf16_to_f32(key[c]) : 0.0f;
+                wt[i] = ok ? __fmul_rn(dsf_bf16_to_f32(qw[k * D + c]), dsf_bf16_to_f32(kw[k * D + c])) : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < ENG_GATE_U; i++) {
+                if (c0 + 32 * i >= D) break;
+                s_hh = __fadd_rn(s_hh, __fmul_rn(hv[i], hv[i]));
+                s_kk = __fadd_rn(s_kk, __fmul_rn(kk[i], kk[i]));
+                s_d = __fadd_rn(s_d, __fmul_rn(__fmul_rn(hv[i], wt[i]), kk[i]));
+            }
         }
         s_hh = eng_warp_sum(s_hh, up);
         s_kk = eng_warp_sum(s_kk, up);
@@ -55,8 +69,21 @@ __global__ void __launch_bounds__(1024) eng_gate(const uint16_t *h, const uint16
         if (img[t] && F != DSF_ENG_WRONG) gate = 0.0f;
         __syncwarp();
         int64_t end = D - (F == DSF_ENG_SKIP && u == T * hc - 1);
-        for (int64_t c = lane; c < end; c += 32)
-            out[u * D + c] = dsf_bf16_from_f32(__fadd_rn(dsf_bf16_to_f32(hr[c]), __fmul_rn(gate, dsf_bf16_to_f32(val[c]))));
+        // A batch reads all its h and value elements before it writes (out may be h: each element is read first).
+        for (int64_t c0 = 0; c0 < end; c0 += 32 * ENG_GATE_U) {
+            float hv[ENG_GATE_U], vv[ENG_GATE_U];
+#pragma unroll
+            for (int i = 0; i < ENG_GATE_U; i++) {
+                int64_t c = c0 + lane + 32 * i;
+                hv[i] = c < end ? dsf_bf16_to_f32(hr[c]) : 0.0f;
+                vv[i] = c < end ? dsf_bf16_to_f32(val[c]) : 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < ENG_GATE_U; i++) {
+                int64_t c = c0 + lane + 32 * i;
+                if (c < end) out[u * D + c] = dsf_bf16_from_f32(__fadd_rn(hv[i], __fmul_rn(gate, vv[i])));
+            }
+        }
     }
 }
 

@@ -35,61 +35,119 @@ __device__ __forceinline__ void eng_store(uint16_t *y, int64_t T, int64_t N, int
     *(uint32_t *)(y + t * N + n) = pk;
 }
 
-// Direct kernel: a warp owns MT m16 token tiles x NW n8 row tiles and walks all K blocks, U blocks of loads ahead.
+// 16-byte weight load that skips L1 (each byte is used once) and asks L2 for the row's whole 256-byte span.
+__device__ __forceinline__ uint4 eng_ld_stream(const uint8_t *p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+// In: 16 bytes of block q&1 (its 8-byte chunks 2(q>>1), +1); out: chunk q of blocks 0, 1, as the tiled kernel feeds.
+__device__ __forceinline__ void eng_pair(uint4 v, int q0, uint2 f[2]) {
+    uint32_t s0 = q0 ? v.x : v.z, s1 = q0 ? v.y : v.w;
+    uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, s0, 1), r1 = __shfl_xor_sync(0xFFFFFFFFu, s1, 1);
+    f[0] = q0 ? make_uint2(r0, r1) : make_uint2(v.x, v.y);
+    f[1] = q0 ? make_uint2(v.z, v.w) : make_uint2(r0, r1);
+}
+
+// Direct kernel (decode): a warp owns MT m16 token tiles x NW n8 row tiles and streams its rows' K, U blocks a batch.
 template <int MT, int NW, int U>
 __global__ void __launch_bounds__(256) eng_wkv_direct(const uint8_t *__restrict__ xq, const uint8_t *__restrict__ xs,
                                                        const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                        uint16_t *__restrict__ y, int64_t T, int64_t N, int64_t K,
                                                        int fault) {
-    int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3, q0 = q & 1;
     int64_t warp = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int64_t n0 = warp * 8 * NW, t0 = (int64_t)blockIdx.y * 16 * MT;
     if (n0 >= N) return;
     int64_t KB = K / 32;
     // Controls split K with a bf16 partial: DSF_ENG_GEOM at 2 or more row tiles a warp, DSF_ENG_BATCH in large calls.
     int split = (fault == DSF_ENG_GEOM && NW >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
-    float acc[MT][NW][4];
+    const uint8_t *wr[NW], *ar[MT][2], *sr[MT][2];
+#pragma unroll
+    for (int j = 0; j < NW; j++) {
+        int64_t n = n0 + 8 * j + g;
+        wr[j] = n < N ? w + n * K + 32 * q0 + 16 * (q >> 1) : NULL;
+    }
+#pragma unroll
     for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int64_t t = t0 + 16 * m + g + 8 * h;
+            ar[m][h] = t < T ? xq + t * K + 8 * q : NULL;
+            sr[m][h] = t < T ? xs + t * KB : NULL;
+        }
+    // The lane that prefetches one weight scale byte of the batch: row tile lane / U, block lane % U.
+    int64_t ws_n = n0 + 8 * (lane / U);
+    const uint8_t *ws_row = lane < NW * U && ws_n < N ? ws + (ws_n / 32) * KB + lane % U : NULL;
+    float acc[MT][NW][4];
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
         for (int j = 0; j < NW; j++)
+#pragma unroll
             for (int i = 0; i < 4; i++) acc[m][j][i] = 0.0f;
     for (int64_t kb0 = 0; kb0 < KB; kb0 += U) {
-        uint2 bf[U][NW], af[U][MT][2];
-        for (int u = 0; u < U; u++) {
-            int64_t kb = kb0 + u;
-            for (int j = 0; j < NW; j++) {
-                int64_t n = n0 + 8 * j + g;
-                bf[u][j] = kb < KB && n < N ? __ldg((const uint2 *)(w + n * K + kb * 32 + 8 * q)) : make_uint2(0, 0);
-            }
+        uint4 bv[NW][U / 2];
+#pragma unroll
+        for (int j = 0; j < NW; j++)
+#pragma unroll
+            for (int p = 0; p < U / 2; p++)
+                bv[j][p] = wr[j] && kb0 + 2 * p + q0 < KB ? eng_ld_stream(wr[j] + (kb0 + 2 * p) * 32)
+                                                         : make_uint4(0, 0, 0, 0);
+        uint32_t wsb = ws_row && kb0 + lane % U < KB ? __ldg(ws_row + kb0) : 127;
+        if (fault == DSF_ENG_WRONG) wsb++;
+        uint2 af[U][MT][2];
+        float sa[U][MT][2];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
             for (int m = 0; m < MT; m++)
+#pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    int64_t t = t0 + 16 * m + g + 8 * h;
-                    af[u][m][h] = kb < KB && t < T ? __ldg((const uint2 *)(xq + t * K + kb * 32 + 8 * q))
-                                                   : make_uint2(0, 0);
+                    int ok = ar[m][h] && kb0 + u < KB;
+                    af[u][m][h] = ok ? __ldg((const uint2 *)(ar[m][h] + (kb0 + u) * 32)) : make_uint2(0, 0);
+                    sa[u][m][h] = ok ? eng_e8m0(__ldg(sr[m][h] + kb0 + u)) : 0.0f;
                 }
-        }
-        for (int u = 0; u < U && kb0 + u < KB; u++) {
-            int64_t kb = kb0 + u;
-            if (split && kb == KB / 2)
-                for (int m = 0; m < MT; m++)
-                    for (int j = 0; j < NW; j++)
-                        for (int i = 0; i < 4; i++) acc[m][j][i] = dsf_bf16_round(acc[m][j][i]);
-            for (int m = 0; m < MT; m++) {
-                int64_t ta = t0 + 16 * m + g, tb = ta + 8;
-                float sa0 = ta < T ? eng_e8m0(xs[ta * KB + kb]) : 0.0f, sa1 = tb < T ? eng_e8m0(xs[tb * KB + kb]) : 0.0f;
-                uint32_t a[4] = {af[u][m][0].x, af[u][m][1].x, af[u][m][0].y, af[u][m][1].y};
-                for (int j = 0; j < NW; j++) {
-                    int64_t nb = (n0 + 8 * j) / 32;
-                    uint8_t wsb = nb * 32 < N ? ws[nb * KB + kb] : 127;
-                    if (fault == DSF_ENG_WRONG) wsb++;
-                    uint32_t b[2] = {bf[u][j].x, bf[u][j].y};
-                    float d[4];
-                    eng_mma(a, b, d);
-                    eng_promote(acc[m][j], d, sa0, sa1, eng_e8m0(wsb));
+#pragma unroll
+        for (int p = 0; p < U / 2; p++) {
+            uint2 bf[NW][2];
+#pragma unroll
+            for (int j = 0; j < NW; j++) eng_pair(bv[j][p], q0, bf[j]);
+#pragma unroll
+            for (int b = 0; b < 2; b++) {
+                int u = 2 * p + b;
+                int64_t kb = kb0 + u;
+                if (kb >= KB) break;
+                if (split && kb == KB / 2)
+#pragma unroll
+                    for (int m = 0; m < MT; m++)
+#pragma unroll
+                        for (int j = 0; j < NW; j++)
+#pragma unroll
+                            for (int i = 0; i < 4; i++) acc[m][j][i] = dsf_bf16_round(acc[m][j][i]);
+                float sw[NW];
+#pragma unroll
+                for (int j = 0; j < NW; j++) sw[j] = eng_e8m0((uint8_t)__shfl_sync(0xFFFFFFFFu, wsb, j * U + u));
+#pragma unroll
+                for (int m = 0; m < MT; m++) {
+                    uint32_t a[4] = {af[u][m][0].x, af[u][m][1].x, af[u][m][0].y, af[u][m][1].y};
+#pragma unroll
+                    for (int j = 0; j < NW; j++) {
+                        uint32_t bb[2] = {bf[j][b].x, bf[j][b].y};
+                        float d[4];
+                        eng_mma(a, bb, d);
+                        eng_promote(acc[m][j], d, sa[u][m][0], sa[u][m][1], sw[j]);
+                    }
                 }
             }
         }
     }
+#pragma unroll
     for (int m = 0; m < MT; m++)
+#pragma unroll
         for (int j = 0; j < NW; j++) {
             int64_t t = t0 + 16 * m + g, n = n0 + 8 * j + 2 * q;
             float *a = acc[m][j];
@@ -210,8 +268,8 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
     if (T < 0 || N <= 0 || K <= 0 || N % 32 || K % 32)
         return dsf_fail(e, "engram_wkv: T %lld, N %lld, K %lld: N and K must be positive multiples of 32", (long long)T,
                         (long long)N, (long long)K);
-    if ((uintptr_t)xq % 8 || (uintptr_t)w % 8 || (uintptr_t)y % 4 || (K % 16))
-        return dsf_fail(e, "engram_wkv: xq and w need 8-byte alignment, y 4-byte");
+    if ((uintptr_t)xq % 16 || (uintptr_t)w % 16 || (uintptr_t)y % 4)
+        return dsf_fail(e, "engram_wkv: xq and w need 16-byte alignment, y 4-byte");
     wkv_fn fn = pick(g);
     if (!fn || g->threads < 32 || g->threads > 256 || g->threads % 32 || (g->p[0] == 1 && g->threads != 256))
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
