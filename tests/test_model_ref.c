@@ -144,12 +144,12 @@ static void test_against_reference(void) {
             TEST_ASSERT_MSG(er <= LOGITS_RMS && em <= LOGITS_MAX, "logits: rms %.3e max %.3e", er, em);
         } else if (sscanf(line, "argmax %d %d %d %lf", &i, &c, &rr, &er) == 4) {
             n_argmax++;
-            TEST_ASSERT_MSG(er <= LOGITS_MAX, "row %d: token %d, reference %d ahead by %.3e", i, c, rr, er);
+            TEST_ASSERT_MSG(0, "row %d: greedy token %d, the reference's %d (ahead by %.3e)", i, c, rr, er);
         }
     }
     TEST_ASSERT(f && pclose(f) == 0);
     TEST_ASSERT(n_hidden == L && n_logits == 1);
-    printf("greedy tokens: %d of %d differ from the reference's argmax (near ties only)\n", n_argmax, DECODE + 1);
+    printf("greedy tokens: %d of %d differ from the reference's argmax\n", n_argmax, DECODE + 1);
     free(lg);
     free(hid);
     free(pm);
