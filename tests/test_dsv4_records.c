@@ -3,14 +3,16 @@
 #include <stdint.h>
 
 #include "kern/dsv4/dsv4_ref.h"
+#include "kern/ref_formats.h"
 #include "test.h"
 
 static void test_formats(void) {
-    TEST_ASSERT(dsv4_ref_e4m3(0x38) == 1.0 && dsv4_ref_e4m3(0x7E) == 448.0 && dsv4_ref_e4m3(0x01) == ldexp(1, -9));
-    TEST_ASSERT(dsv4_ref_e4m3(0xB8) == -1.0 && isnan(dsv4_ref_e4m3(0x7F)));
-    TEST_ASSERT(dsv4_ref_e2m1(0x7) == 6.0 && dsv4_ref_e2m1(0xB) == -1.5 && dsv4_ref_e8m0(127) == 1.0);
+    TEST_ASSERT(dsf_ref_e4m3(0x38) == 1.0 && dsf_ref_e4m3(0x7E) == 448.0 && dsf_ref_e4m3(0x01) == ldexp(1, -9));
+    TEST_ASSERT(dsf_ref_e4m3(0xB8) == -1.0 && isnan(dsf_ref_e4m3(0x7F)));
+    TEST_ASSERT(dsf_ref_e2m1(0x7) == 6.0 && dsf_ref_e2m1(0xB) == -1.5 && dsf_ref_e8m0(127) == 1.0);
     // Ties to an even mantissa: 1.0625 lies halfway between 1.0 and 1.125; 1.1875 between 1.125 and 1.25.
-    TEST_ASSERT(dsv4_ref_e4m3_rne(1.0625) == 1.0 && dsv4_ref_e4m3_rne(1.1875) == 1.25 && dsv4_ref_e4m3_rne(500) == 448);
+    TEST_ASSERT(dsf_ref_round_e4m3(1.0625) == 1.0 && dsf_ref_round_e4m3(1.1875) == 1.25 &&
+                dsf_ref_round_e4m3(500) == 448);
 }
 
 static void test_act_qdq(void) {

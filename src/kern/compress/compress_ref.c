@@ -4,21 +4,13 @@
 #include <string.h>
 
 #include "kern/compress/compress_internal.h"
-
-// Round to the nearest bf16, ties to even, straight from double (no fp32 step).
-static double bf16d(double x) {
-    if (x == 0 || !isfinite(x)) return x;
-    int ex;
-    double m = frexp(x, &ex);
-    double y = ex - 1 < -126 ? ldexp(nearbyint(ldexp(x, 133)), -133) : ldexp(nearbyint(ldexp(m, 8)), ex - 8);
-    return fabs(y) > 0x1.FEp127 ? copysign(INFINITY, y) : y;
-}
+#include "kern/ref_formats.h"
 
 static void norm_d(double *v, int n, const uint16_t *w, double eps) {
     double ss = 0;
     for (int c = 0; c < n; c++) ss += v[c] * v[c];
     double inv = 1.0 / sqrt(ss / n + eps);
-    for (int c = 0; c < n; c++) v[c] = bf16d(v[c] * inv * dsf_bf16_to_f32(w[c]));
+    for (int c = 0; c < n; c++) v[c] = dsf_ref_round_bf16(v[c] * inv * dsf_bf16_to_f32(w[c]));
 }
 
 // RoPE at the spec's fp32 angle, fp32(pos) * f in fp32; the rotation itself in double.
@@ -26,8 +18,8 @@ static void rope_d(const dsf_cmp_layer *L, double *v, int n, int64_t pos) {
     for (int i = 0; i < DSF_CMP_ROPE_DIM / 2; i++) {
         double *p = v + n - DSF_CMP_ROPE_DIM + 2 * i, a = p[0], b = p[1];
         double ang = (double)((float)pos * L->freq[i]);
-        p[0] = bf16d(a * cos(ang) - b * sin(ang));
-        p[1] = bf16d(a * sin(ang) + b * cos(ang));
+        p[0] = dsf_ref_round_bf16(a * cos(ang) - b * sin(ang));
+        p[1] = dsf_ref_round_bf16(a * sin(ang) + b * cos(ang));
     }
 }
 
@@ -49,7 +41,7 @@ static void hadamard_d(double *v, int n) {
                 v[i] = x + y;
                 v[i + h] = x - y;
             }
-    for (int c = 0; c < n; c++) v[c] = bf16d(v[c] / sqrt((double)n));
+    for (int c = 0; c < n; c++) v[c] = dsf_ref_round_bf16(v[c] / sqrt((double)n));
 }
 
 void dsf_cmp_ref_segment(const dsf_cmp_layer *L, const uint16_t *x, int64_t len, int64_t p0, double *ring,
@@ -69,7 +61,7 @@ void dsf_cmp_ref_segment(const dsf_cmp_layer *L, const uint16_t *x, int64_t len,
         int64_t p = p0 + t, j = (p + 1) % r == 0 ? p / r : -1, slot = j - p0 / r;
         if (j < 0) continue;
         if (r == 1) {
-            for (int c = 0; c < d; c++) v[c] = bf16d(rows[t * O + c]);
+            for (int c = 0; c < d; c++) v[c] = dsf_ref_round_bf16(rows[t * O + c]);
         } else {
             int64_t q[2 * DSF_CMP_MAX_RATIO];
             int off[2 * DSF_CMP_MAX_RATIO];
@@ -86,7 +78,7 @@ void dsf_cmp_ref_segment(const dsf_cmp_layer *L, const uint16_t *x, int64_t len,
                     sum += ex;
                     acc += ex * row[off[i] + c];
                 }
-                v[c] = bf16d(acc / sum);
+                v[c] = dsf_ref_round_bf16(acc / sum);
             }
         }
         norm_d(v, d, L->w.norm, L->eps);
@@ -94,7 +86,7 @@ void dsf_cmp_ref_segment(const dsf_cmp_layer *L, const uint16_t *x, int64_t len,
             for (int o = 0; o < L->ik; o++) {
                 double acc = 0;
                 for (int c = 0; c < d; c++) acc += v[c] * dsf_bf16_to_f32(L->w.wk[(size_t)o * d + c]);
-                k[o] = bf16d(acc);
+                k[o] = dsf_ref_round_bf16(acc);
             }
             norm_d(k, L->ik, L->w.k_norm, L->eps);
             rope_d(L, k, L->ik, j * r);

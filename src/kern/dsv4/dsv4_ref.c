@@ -5,45 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-double dsv4_ref_e4m3(uint8_t code) {
-    int e = (code >> 3) & 0xF, m = code & 7;
-    double v = e == 0 ? ldexp(m / 8.0, -6) : ldexp(1.0 + m / 8.0, e - 7);
-    if ((code & 0x7F) == 0x7F) v = NAN;
-    return code & 0x80 ? -v : v;
-}
-
-double dsv4_ref_e2m1(uint8_t code) {
-    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-    return code & 8 ? -mag[code & 7] : mag[code & 7];
-}
-
-double dsv4_ref_e8m0(uint8_t b) {
-    return b == 0xFF ? NAN : ldexp(1.0, b - 127);
-}
-
-double dsv4_ref_e4m3_rne(double v) {
-    double a = fabs(v);
-    if (a >= 448.0) return v < 0 ? -448.0 : 448.0;
-    if (a == 0.0) return 0.0;
-    int ex;
-    frexp(a, &ex);
-    int e = ex - 1 < -6 ? -6 : ex - 1;
-    double quantum = ldexp(1.0, e - 3), r = nearbyint(a / quantum) * quantum;
-    return v < 0 ? -r : r;
-}
+#include "kern/ref_formats.h"
 
 void dsv4_ref_act_qdq(const float *x, int64_t n, int blk, double *out) {
     for (int64_t b = 0; b < n; b += blk) {
         double amax = 1e-4;
         for (int64_t i = b; i < b + blk && i < n; i++) amax = fabs(x[i]) > amax ? fabs(x[i]) : amax;
-        int ex;
-        double m = frexp(amax / 448.0, &ex);
-        double s = ldexp(1.0, m == 0.5 ? ex - 1 : ex);
-        for (int64_t i = b; i < b + blk && i < n; i++) {
-            double v = x[i] / s;
-            v = v > 448.0 ? 448.0 : (v < -448.0 ? -448.0 : v);
-            out[i] = dsv4_ref_e4m3_rne(v) * s;
-        }
+        double s = dsf_ref_act_scale(amax);
+        for (int64_t i = b; i < b + blk && i < n; i++) out[i] = dsf_ref_round_e4m3(dsf_ref_clamp(x[i] / s, 448)) * s;
     }
 }
 
@@ -61,10 +30,10 @@ void dsv4_ref_linear(dsf_lin_kind kind, const float *x, int64_t rows, int64_t n,
             for (int64_t i = 0; i < k; i++) {
                 double w;
                 if (kind == DSF_LIN_FP8)
-                    w = dsv4_ref_e4m3(q[o * k + i]) * dsv4_ref_e8m0(s[(o / 32) * (k / 32) + i / 32]);
+                    w = dsf_ref_e4m3(q[o * k + i]) * dsf_ref_e8m0(s[(o / 32) * (k / 32) + i / 32]);
                 else if (kind == DSF_LIN_FP4)
-                    w = dsv4_ref_e2m1((uint8_t)(q[(o * k + i) / 2] >> (i % 2 ? 4 : 0)) & 0xF) *
-                        dsv4_ref_e8m0(s[o * (k / 32) + i / 32]);
+                    w = dsf_ref_e2m1((uint8_t)(q[(o * k + i) / 2] >> (i % 2 ? 4 : 0)) & 0xF) *
+                        dsf_ref_e8m0(s[o * (k / 32) + i / 32]);
                 else
                     w = f[o * k + i];
                 acc += xq[i] * w;

@@ -5,12 +5,6 @@
 
 #include "kern/dsv4/linear.h"
 
-// Format decoders from their definitions: e4m3fn (bias 7, subnormals), e2m1 (spec table), E8M0 (2^(b-127)).
-double dsv4_ref_e4m3(uint8_t code);
-double dsv4_ref_e2m1(uint8_t code);
-double dsv4_ref_e8m0(uint8_t b);
-// The e4m3fn value nearest to v (ties to an even mantissa), saturating at +-448.
-double dsv4_ref_e4m3_rne(double v);
 // act_quant QDQ of n values in blocks of blk: amax floor 1e-4, scale 2^ceil(log2(amax / 448)), e4m3 RNE.
 void dsv4_ref_act_qdq(const float *x, int64_t n, int blk, double *out);
 

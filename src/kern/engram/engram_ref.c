@@ -1,31 +1,8 @@
 // float64 references of the Engram kernels, written from spec §3.2.6 and §3.0 with fields decoded by hand.
 #include <math.h>
-#include <string.h>
 
 #include "kern/engram/engram_internal.h"
-
-static double rnd(double v, int digits, int emin) {
-    if (v == 0 || !isfinite(v)) return v;
-    int ex;
-    frexp(v, &ex);
-    int e = ex - 1 < emin ? emin : ex - 1;
-    double q = ldexp(1.0, e - (digits - 1));
-    return rint(v / q) * q;
-}
-
-static double e4m3_val(uint8_t c) {
-    int e = (c >> 3) & 15, m = c & 7;
-    double v = e ? ldexp(8 + m, e - 10) : ldexp(m, -9);
-    return c & 0x80 ? -v : v;
-}
-
-static double bf16_val(const void *buf, int64_t i) {
-    uint16_t h;
-    memcpy(&h, (const uint8_t *)buf + 2 * i, 2);
-    int e = (h >> 7) & 0xFF, m = h & 0x7F;
-    double v = e ? ldexp(128 + m, e - 134) : ldexp(m, -133);
-    return h & 0x8000 ? -v : v;
-}
+#include "kern/ref_formats.h"
 
 // Rows [T, n] of codes with per-32 scales -> bf16 values -> act_quant(32): out[0] code values, out[1] scales.
 void dsf_engram_ref_embed_quant(const void *const *ins, double *const *out, const dsf_case *c) {
@@ -33,17 +10,12 @@ void dsf_engram_ref_embed_quant(const void *const *ins, double *const *out, cons
     for (int64_t b = 0; b < c->rows * c->n / 32; b++) {
         double v[32], amax = 0;
         for (int i = 0; i < 32; i++) {
-            v[i] = rnd(e4m3_val(q[32 * b + i]) * ldexp(1.0, s[b] - 127), 8, -126);
+            v[i] = dsf_ref_round(dsf_ref_e4m3_fields(q[32 * b + i]) * ldexp(1.0, s[b] - 127), 8, -126);
             amax = fmax(amax, fabs(v[i]));
         }
-        int ex;
-        double f = frexp(fmax(amax, 1e-4) / 448, &ex);
-        double sc = ldexp(1.0, f == 0.5 ? ex - 1 : ex);
+        double sc = dsf_ref_act_scale(amax);
         out[1][b] = sc;
-        for (int i = 0; i < 32; i++) {
-            double r = rnd(fmax(fmin(v[i] / sc, 448), -448), 4, -6);
-            out[0][32 * b + i] = fabs(r) > 448 ? copysign(448, r) : r;
-        }
+        for (int i = 0; i < 32; i++) out[0][32 * b + i] = dsf_ref_round_e4m3(dsf_ref_clamp(v[i] / sc, 448));
     }
 }
 
@@ -52,7 +24,7 @@ void dsf_engram_ref_wkv(const void *const *ins, double *const *out, const dsf_ca
     const uint8_t *xq = ins[0], *xs = ins[1], *w = ins[2], *ws = ins[3];
     int64_t N = c->n, K = c->k, kb_n = K / 32;
     double lut[256];
-    for (int i = 0; i < 256; i++) lut[i] = e4m3_val((uint8_t)i);
+    for (int i = 0; i < 256; i++) lut[i] = dsf_ref_e4m3_fields((uint8_t)i);
     for (int64_t t = 0; t < c->rows; t++)
         for (int64_t o = 0; o < N; o++) {
             double acc = 0;
@@ -75,14 +47,15 @@ void dsf_engram_ref_gate(const void *const *ins, double *const *out, const dsf_c
             double hh = 0, kk = 0, d = 0;
             int64_t hb = (t * hc + k) * D, kb = t * (hc + 1) * D + k * D, vb = t * (hc + 1) * D + hc * D;
             for (int64_t i = 0; i < D; i++) {
-                double hv = bf16_val(h, hb + i), key = bf16_val(kv, kb + i);
+                double hv = dsf_ref_bf16_fields_at(h, hb + i), key = dsf_ref_bf16_fields_at(kv, kb + i);
                 hh += hv * hv;
                 kk += key * key;
-                d += hv * bf16_val(qw, k * D + i) * bf16_val(kw, k * D + i) * key;
+                d += hv * dsf_ref_bf16_fields_at(qw, k * D + i) * dsf_ref_bf16_fields_at(kw, k * D + i) * key;
             }
             double dot = d / sqrt(hh / D + 1e-20) / sqrt(kk / D + 1e-20) / sqrt((double)D);
             double g = img[t] ? 0 : 1 / (1 + exp(-copysign(sqrt(fmax(fabs(dot), 1e-6)), dot)));
-            for (int64_t i = 0; i < D; i++) out[0][hb + i] = bf16_val(h, hb + i) + g * bf16_val(kv, vb + i);
+            for (int64_t i = 0; i < D; i++)
+                out[0][hb + i] = dsf_ref_bf16_fields_at(h, hb + i) + g * dsf_ref_bf16_fields_at(kv, vb + i);
         }
 }
 
