@@ -11,44 +11,14 @@ int main(void) {
     return 0;
 }
 #else
-#include <cuda_runtime_api.h>
-
-#define CK(x)                                                                         \
-    do {                                                                              \
-        cudaError_t rc_ = (x);                                                        \
-        if (rc_ != cudaSuccess) {                                                     \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(rc_)); \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
+#include "bench_util.h"
 
 enum { REPS = 20, TRIALS = 15 };
-
-static int cmp_f(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
 
 // Median over TRIALS of the mean time of REPS back-to-back calls, in microseconds.
 typedef int (*call_fn)(void *ctx);
 static double time_us(cudaStream_t st, call_fn fn, void *ctx) {
-    cudaEvent_t a, b;
-    float ms[TRIALS];
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int w = 0; w < 3; w++)
-        if (fn(ctx)) exit(1);
-    for (int t = 0; t < TRIALS; t++) {
-        CK(cudaEventRecord(a, st));
-        for (int i = 0; i < REPS; i++)
-            if (fn(ctx)) exit(1);
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        CK(cudaEventElapsedTime(&ms[t], a, b));
-    }
-    qsort(ms, TRIALS, sizeof(float), cmp_f);
-    cudaEventDestroy(a), cudaEventDestroy(b);
-    return ms[TRIALS / 2] * 1e3 / REPS;
+    return dsf_bench_median_us(st, fn, ctx, 3, TRIALS, REPS);
 }
 
 typedef struct bctx {
@@ -57,8 +27,6 @@ typedef struct bctx {
     dsf_cmp_batch b;
     void *scratch;
     size_t scratch_bytes;
-    void *src, *dst;
-    size_t copy_bytes;
     float *probe;
 } bctx;
 
@@ -70,10 +38,6 @@ static int run_cmp(void *p) {
         return -1;
     }
     return 0;
-}
-static int run_copy(void *p) {
-    bctx *c = p;
-    return cudaMemcpyAsync(c->dst, c->src, c->copy_bytes, cudaMemcpyDeviceToDevice, c->st) != cudaSuccess;
 }
 static int run_probe(void *p) {
     bctx *c = p;
@@ -111,12 +75,8 @@ int main(int argc, char **argv) {
     bctx c;
     memset(&c, 0, sizeof c);
     CK(cudaStreamCreate(&c.st));
-    c.copy_bytes = (size_t)1 << 30;
-    CK(cudaMalloc(&c.src, c.copy_bytes));
-    CK(cudaMalloc(&c.dst, c.copy_bytes));
-    CK(cudaMemset(c.src, 1, c.copy_bytes));
     CK(cudaMalloc((void **)&c.probe, 16));
-    double copy_gbs = 2.0 * (double)c.copy_bytes / (time_us(c.st, run_copy, &c) * 1e3);
+    double copy_gbs = dsf_bench_copy_gbps(c.st, (size_t)1 << 30, 3, TRIALS, REPS);
     double fma_tf = 132.0 * 16 * 256 * 4096 * 8 * 2 / (time_us(c.st, run_probe, &c) * 1e6);
     printf("copy %.0f GB/s (read+write), fp32 FMA %.1f TFLOP/s\n", copy_gbs, fma_tf);
     printf("%-10s %5s %10s %10s %10s %9s %8s %8s %8s\n", "variant", "rows", "median_us", "MB", "GFLOP", "GB/s",

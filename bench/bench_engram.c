@@ -11,7 +11,7 @@
 #include "kern/engram/engram.h"
 #include "kern/engram/engram_kern.h"
 #ifdef DSF_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#include "bench_util.h"
 #endif
 
 static double now_s(void) {
@@ -70,20 +70,10 @@ static void bench_gather(int64_t rows) {
 }
 
 #ifdef DSF_HAVE_CUDA
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        cudaError_t rc_ = (x);                                                                                         \
-        if (rc_ != cudaSuccess) {                                                                                      \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(rc_));                       \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
-
 typedef struct gpu {
     uint8_t *w, *ws, *codes, *scales, *xq, *xs;
     uint16_t *kv, *kv2, *h, *qw, *kw;
     int32_t *img;
-    cudaEvent_t a, b;
 } gpu;
 
 enum { K = 6144, N = 25600, D = 5120, HC = 4, TMAX = 4096 };
@@ -106,30 +96,32 @@ static void fill_dev(void *d, size_t n, int kind) {
     free(h);
 }
 
-// Median of 30 timed runs (after 3 warm-ups) of one of: 0 wkv, 1 embed_quant + wkv + gate; geometry g for wkv.
-static double time_run(gpu *G, int what, const dsf_geom *g, int T) {
+typedef struct run_ctx {
+    gpu *G;
+    int what, T;
+    const dsf_geom *g;
+} run_ctx;
+
+// One of: 0 wkv, 1 embed_quant + wkv + gate; geometry g for wkv.
+static int run_once(void *p) {
+    run_ctx *c = p;
+    gpu *G = c->G;
+    int T = c->T;
     dsf_err e;
-    double ts[30];
-    for (int r = -3; r < 30; r++) {
-        CK(cudaEventRecord(G->a, 0));
-        int rc = 0;
-        if (what == 1) rc |= dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G->codes, G->scales, G->xq, G->xs, T, K, &e);
-        rc |= dsf_engram_wkv_cuda(0, g, G->xq, G->xs, G->w, G->ws, G->kv, T, N, K, &e);
-        if (what == 1)
-            rc |= dsf_engram_gate_cuda(0, dsf_engram_cuda_geom(3), G->h, G->kv, G->qw, G->kw, G->img, G->h, T, HC, D,
-                                       1e-20f, &e);
-        if (rc) {
-            fprintf(stderr, "launch: %s\n", e.msg);
-            exit(1);
-        }
-        CK(cudaEventRecord(G->b, 0));
-        CK(cudaEventSynchronize(G->b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, G->a, G->b));
-        if (r >= 0) ts[r] = ms * 1e-3;
-    }
-    qsort(ts, 30, sizeof ts[0], cmp_d);
-    return ts[15];
+    int rc = 0;
+    if (c->what == 1) rc |= dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G->codes, G->scales, G->xq, G->xs, T, K, &e);
+    rc |= dsf_engram_wkv_cuda(0, c->g, G->xq, G->xs, G->w, G->ws, G->kv, T, N, K, &e);
+    if (c->what == 1)
+        rc |= dsf_engram_gate_cuda(0, dsf_engram_cuda_geom(3), G->h, G->kv, G->qw, G->kw, G->img, G->h, T, HC, D, 1e-20f,
+                                   &e);
+    if (rc) fprintf(stderr, "launch: %s\n", e.msg);
+    return rc;
+}
+
+// Median of 30 timed runs (after 3 warm-ups) of run_once, in seconds.
+static double time_run(gpu *G, int what, const dsf_geom *g, int T) {
+    run_ctx c = {G, what, T, g};
+    return dsf_bench_median_us(0, run_once, &c, 3, 30, 1) * 1e-6;
 }
 
 static void bench_gpu(void) {
@@ -159,28 +151,9 @@ static void bench_gpu(void) {
     fill_dev(G.h, (size_t)TMAX * HC * D * 2, 3);
     fill_dev(G.qw, (size_t)HC * D * 2, 3);
     fill_dev(G.kw, (size_t)HC * D * 2, 3);
-    CK(cudaEventCreate(&G.a));
-    CK(cudaEventCreate(&G.b));
     dsf_err e;
     if (dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G.codes, G.scales, G.xq, G.xs, TMAX, K, &e)) exit(1);
-    size_t cb = (size_t)1 << 30;
-    void *s, *d;
-    CK(cudaMalloc(&s, cb));
-    CK(cudaMalloc(&d, cb));
-    double ts[10];
-    for (int r = -2; r < 10; r++) {
-        CK(cudaEventRecord(G.a, 0));
-        CK(cudaMemcpyAsync(d, s, cb, cudaMemcpyDeviceToDevice, 0));
-        CK(cudaEventRecord(G.b, 0));
-        CK(cudaEventSynchronize(G.b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, G.a, G.b));
-        if (r >= 0) ts[r] = ms * 1e-3;
-    }
-    qsort(ts, 10, sizeof ts[0], cmp_d);
-    printf("BENCH copy_GBps %.1f\n", 2.0 * (double)cb / ts[5] / 1e9);
-    CK(cudaFree(s));
-    CK(cudaFree(d));
+    printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
     static const dsf_geom geoms[] = {
         {"direct_t128_m1_n2", 128, 0, {0, 1, 2}}, {"direct_t256_m1_n4", 256, 0, {0, 1, 4}},
         {"direct_t64_m2_n2", 64, 0, {0, 2, 2}},   {"direct_t128_m4_n1", 128, 0, {0, 4, 1}},

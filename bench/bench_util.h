@@ -1,0 +1,67 @@
+#ifndef DSF_BENCH_UTIL_H
+#define DSF_BENCH_UTIL_H
+// CUDA timing for the benches (each bench_*.c builds alone, so the shared pieces are static inline here).
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CK(x)                                                                                    \
+    do {                                                                                         \
+        cudaError_t rc_ = (x);                                                                   \
+        if (rc_ != cudaSuccess) {                                                                \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(rc_)); \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+
+static inline int dsf_bench_cmp_f(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+// Median over `trials` (at most 64) of the mean time of `reps` back-to-back calls on st, in microseconds.
+static inline double dsf_bench_median_us(cudaStream_t st, int (*fn)(void *ctx), void *ctx, int warm, int trials,
+                                         int reps) {
+    cudaEvent_t a, b;
+    float ms[64];
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int w = 0; w < warm; w++)
+        if (fn(ctx)) exit(1);
+    for (int t = 0; t < trials; t++) {
+        CK(cudaEventRecord(a, st));
+        for (int i = 0; i < reps; i++)
+            if (fn(ctx)) exit(1);
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&ms[t], a, b));
+    }
+    qsort(ms, (size_t)trials, sizeof(float), dsf_bench_cmp_f);
+    cudaEventDestroy(a), cudaEventDestroy(b);
+    return ms[trials / 2] * 1e3 / reps;
+}
+
+typedef struct dsf_bench_copy {
+    cudaStream_t st;
+    void *src, *dst;
+    size_t bytes;
+} dsf_bench_copy;
+
+static inline int dsf_bench_copy_run(void *p) {
+    dsf_bench_copy *c = p;
+    return cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice, c->st) != cudaSuccess;
+}
+
+// Device-to-device copy bandwidth of `bytes` on st in GB/s, read plus write, timed as dsf_bench_median_us times.
+static inline double dsf_bench_copy_gbps(cudaStream_t st, size_t bytes, int warm, int trials, int reps) {
+    dsf_bench_copy c = {st, NULL, NULL, bytes};
+    CK(cudaMalloc(&c.src, bytes));
+    CK(cudaMalloc(&c.dst, bytes));
+    CK(cudaMemset(c.src, 1, bytes));
+    double us = dsf_bench_median_us(st, dsf_bench_copy_run, &c, warm, trials, reps);
+    CK(cudaFree(c.src));
+    CK(cudaFree(c.dst));
+    return 2.0 * (double)bytes / (us * 1e3);
+}
+
+#endif
