@@ -6,22 +6,11 @@
 
 #include "engine/sample.h"
 #include "test.h"
+#include "test_util.h"
 #include "tok/tok.h"
 
 static const char *bin;
 static char g_dir[] = "/tmp/dsf_test_generate_XXXXXX";
-
-// Runs the shell command and returns its stdout (caller frees) and exit status.
-static char *run(const char *cmd, int *status) {
-    FILE *p = popen(cmd, "r");
-    dsf_tok_buf out = {0};
-    char chunk[4096];
-    size_t k;
-    while (p && (k = fread(chunk, 1, sizeof chunk, p)) > 0) dsf_tok_buf_put(&out, chunk, k);
-    dsf_tok_buf_put(&out, "", 0);
-    *status = p ? pclose(p) : -1;
-    return out.p;
-}
 
 // The reply's ids line ("ids 1,2,3") into ids; returns the count, -1 when missing.
 static int parse_reply(const char *out, int32_t *ids, int cap, char *sha) {
@@ -38,7 +27,7 @@ static void test_prompt_and_ids(void) {
     int st;
     int32_t ids[32], ids2[32];
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'Hello, world' -n 12 2>/dev/null", bin, g_dir);
-    char *out = run(cmd, &st);
+    char *out = test_run_stdout(cmd, &st);
     int n = parse_reply(out, ids, 32, sha);
     TEST_ASSERT_MSG(st == 0 && n == 12, "%s", out);
     dsf_token_sha(ids, n, want);
@@ -47,15 +36,15 @@ static void test_prompt_and_ids(void) {
     char idlist[512] = "", num[16];
     for (int i = 0; i < n; i++) snprintf(num, sizeof num, i ? ",%d" : "%d", ids[i]), strcat(idlist, num);
     snprintf(cmd, sizeof cmd, "%s tokenize --decode --text %s", bin, idlist);
-    char *text = run(cmd, &st);
+    char *text = test_run_stdout(cmd, &st);
     size_t tn = strlen(text);
     TEST_ASSERT_MSG(st == 0 && tn > 0 && !strncmp(out, text, tn) && !strncmp(out + tn, "\nids ", 5), "%s", out);
     // The same prompt given as ids takes the same path: same reply, same token_sha.
     snprintf(cmd, sizeof cmd, "%s tokenize --text 'Hello, world'", bin);
-    char *pids = run(cmd, &st);
+    char *pids = test_run_stdout(cmd, &st);
     pids[strcspn(pids, "\n")] = 0;
     snprintf(cmd, sizeof cmd, "%s generate --model %s --ids %s -n 12 2>/dev/null", bin, g_dir, pids);
-    char *out2 = run(cmd, &st);
+    char *out2 = test_run_stdout(cmd, &st);
     TEST_ASSERT(st == 0 && parse_reply(out2, ids2, 32, sha2) == n && !memcmp(ids, ids2, sizeof(int32_t) * 12));
     TEST_ASSERT(!strcmp(sha, sha2));
     free(out), free(text), free(pids), free(out2);
@@ -66,14 +55,14 @@ static void test_chat_and_map(void) {
     int st;
     int32_t ids[32];
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'Hello, world' -n 6 2>/dev/null", bin, g_dir);
-    char *plain = run(cmd, &st);
+    char *plain = test_run_stdout(cmd, &st);
     TEST_ASSERT(st == 0 && parse_reply(plain, ids, 32, sha) == 6);
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt 'Hello, world' --chat -n 6 2>/dev/null", bin, g_dir);
-    char *chat = run(cmd, &st);
+    char *chat = test_run_stdout(cmd, &st);
     TEST_ASSERT(st == 0 && parse_reply(chat, ids, 32, sha2) == 6 && strcmp(sha, sha2));
     snprintf(cmd, sizeof cmd, "%s generate --model %s --ids 5,6,7 -n 2 --token-map %s 2>&1 >/dev/null", bin, g_dir,
              dsf_tok_path(NULL));
-    char *note = run(cmd, &st);
+    char *note = test_run_stdout(cmd, &st);
     TEST_ASSERT_MSG(st == 0 && strstr(note, "Engram token map: ") && strstr(note, "tokenizer.json"), "%s", note);
     free(plain), free(chat), free(note);
 }
@@ -82,11 +71,11 @@ static void test_refusals(void) {
     char cmd[1024];
     int st;
     snprintf(cmd, sizeof cmd, "%s generate --model %s --prompt x --tokenizer /nonexistent.json 2>&1", bin, g_dir);
-    char *out = run(cmd, &st);
+    char *out = test_run_stdout(cmd, &st);
     TEST_ASSERT_MSG(st != 0 && strstr(out, "fetch_tokenizer"), "%s", out);
     free(out);
     snprintf(cmd, sizeof cmd, "%s generate --model %s --ids 1,2 --chat 2>&1", bin, g_dir);
-    out = run(cmd, &st);
+    out = test_run_stdout(cmd, &st);
     TEST_ASSERT(st != 0 && strstr(out, "usage"));
     free(out);
 }
