@@ -121,78 +121,102 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     emit_finish(L, b, s, j, fault, wide, sm);
 }
 
-// Tiled prefill: BM rows x BN outputs, K tiles of 8 in order, the slice folded in at each boundary as the GEMV does.
-template <int BM, int BN, int TM, int TN>
-__global__ void __launch_bounds__(256) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, int fault, int skip) {
-    __shared__ __align__(16) float As[2][8][BM];
-    __shared__ __align__(16) float Bs[2][8][BN];
-    int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, per_slice = D / DSF_CMP_SLICES / 8;
-    int tid = threadIdx.x, tx = tid % (BN / TN), ty = tid / (BN / TN);
+// Tiled prefill, thread 8x8 in two 4-wide halves; K tiles stay inside a slice, slice partials folded left into Ts.
+template <int BM, int BN, int KT>
+__global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, int fault, int skip) {
+    enum { NT = BM * BN / 64, CPR = KT / 8, RA = BM / NT, RB = BN / NT };
+    static_assert(BM % NT == 0 && BN % NT == 0, "each thread stages whole rows of both operands");
+    __shared__ __align__(16) float As[KT][BM];
+    __shared__ __align__(16) float Bs[KT][BN];
+    __shared__ float Ts[64][NT];
+    int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, per = D / DSF_CMP_SLICES / KT;
+    int tid = threadIdx.x, tx = tid % (BN / 8), ty = tid / (BN / 8);
     int64_t r0 = (int64_t)blockIdx.y * BM;
     int o0 = blockIdx.x * BN;
-    const uint16_t *src = NULL;
-    int lrow = -1, isb = 0;
-    if (tid < BM) {
-        lrow = tid;
-        if (r0 + tid < b.rows) src = b.x + (r0 + tid) * D;
-    } else if (tid < BM + BN) {
-        lrow = tid - BM, isb = 1;
-        int o = o0 + lrow;
-        if (o < O) src = o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D;
+    const uint16_t *pa[RA], *pb[RB];
+    uint4 ra[RA][CPR], rb[RB][CPR];
+#pragma unroll
+    for (int v = 0; v < RA; v++) {
+        int64_t row = r0 + tid + v * NT;
+        pa[v] = b.x + (row < b.rows ? row : b.rows - 1) * D;
     }
-    float acc[TM][TN], tot[TM][TN], f[8];
-    uint4 reg = make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int i = 0; i < TM; i++)
-#pragma unroll
-        for (int j = 0; j < TN; j++) acc[i][j] = 0.0f, tot[i][j] = 0.0f;
-    int nk = D / 8;
-    if (src) reg = *(const uint4 *)src;
-    if (lrow >= 0) {
-        bf16x8(reg, f);
-        for (int k = 0; k < 8; k++) (isb ? Bs[0][k] : As[0][k])[lrow] = f[k];
+    for (int v = 0; v < RB; v++) {
+        int o = o0 + tid + v * NT;
+        o = o < O ? o : O - 1;
+        pb[v] = o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D;
     }
-    __syncthreads();
-    for (int kt = 0; kt < nk; kt++) {
-        int cur = kt & 1;
-        if (kt + 1 < nk && src) reg = *(const uint4 *)(src + (kt + 1) * 8);
+    float acc[8][8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            float a[TM], bb[TN];
+    for (int i = 0; i < 8; i++)
 #pragma unroll
-            for (int i = 0; i < TM; i++) a[i] = As[cur][k][ty * TM + i];
+        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
 #pragma unroll
-            for (int j = 0; j < TN; j++) bb[j] = Bs[cur][k][tx * TN + j];
+    for (int u = 0; u < CPR; u++) {
 #pragma unroll
-            for (int i = 0; i < TM; i++)
+        for (int v = 0; v < RA; v++) ra[v][u] = *(const uint4 *)(pa[v] + 8 * u);
 #pragma unroll
-                for (int j = 0; j < TN; j++) acc[i][j] = DSF_CMP_MADD(a[i], bb[j], acc[i][j]);
-        }
-        if (kt + 1 < nk && lrow >= 0) {
-            bf16x8(reg, f);
-            for (int k = 0; k < 8; k++) (isb ? Bs[cur ^ 1][k] : As[cur ^ 1][k])[lrow] = f[k];
-        }
-        if ((kt + 1) % per_slice == 0) {
-            int sl = (kt + 1) / per_slice - 1;
-            int keep = !(skip && sl == DSF_CMP_SLICES - 1);
+        for (int v = 0; v < RB; v++) rb[v][u] = __ldg((const uint4 *)(pb[v] + 8 * u));
+    }
+    for (int sl = 0; sl < DSF_CMP_SLICES; sl++) {
+        for (int t = 0; t < per; t++) {
+            float f[8];
 #pragma unroll
-            for (int i = 0; i < TM; i++)
+            for (int u = 0; u < CPR; u++) {
 #pragma unroll
-                for (int j = 0; j < TN; j++) {
-                    if (sl == 0) tot[i][j] = acc[i][j];
-                    else if (keep) tot[i][j] = DSF_CMP_ADD(tot[i][j], acc[i][j]);
-                    acc[i][j] = 0.0f;
+                for (int v = 0; v < RA; v++) {
+                    bf16x8(ra[v][u], f);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) As[u * 8 + k][tid + v * NT] = f[k];
                 }
+#pragma unroll
+                for (int v = 0; v < RB; v++) {
+                    bf16x8(rb[v][u], f);
+#pragma unroll
+                    for (int k = 0; k < 8; k++) Bs[u * 8 + k][tid + v * NT] = f[k];
+                }
+            }
+            __syncthreads();
+            int64_t kn = ((int64_t)sl * per + t + 1) * KT;
+            if (kn < D) {
+#pragma unroll
+                for (int u = 0; u < CPR; u++) {
+#pragma unroll
+                    for (int v = 0; v < RA; v++) ra[v][u] = *(const uint4 *)(pa[v] + kn + 8 * u);
+#pragma unroll
+                    for (int v = 0; v < RB; v++) rb[v][u] = __ldg((const uint4 *)(pb[v] + kn + 8 * u));
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < KT; k++) {
+                float4 a0 = *(const float4 *)&As[k][ty * 4], a1 = *(const float4 *)&As[k][BM / 2 + ty * 4];
+                float4 b0 = *(const float4 *)&Bs[k][tx * 4], b1 = *(const float4 *)&Bs[k][BN / 2 + tx * 4];
+                float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                float w[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[i][j] = DSF_CMP_MADD(a[i], w[j], acc[i][j]);
+            }
+            __syncthreads();
         }
-        __syncthreads();
+        int keep = !(skip && sl == DSF_CMP_SLICES - 1);
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                if (sl == 0) Ts[i * 8 + j][tid] = acc[i][j];
+                else if (keep) Ts[i * 8 + j][tid] = DSF_CMP_ADD(Ts[i * 8 + j][tid], acc[i][j]);
+                acc[i][j] = 0.0f;
+            }
     }
 #pragma unroll
-    for (int i = 0; i < TM; i++)
+    for (int i = 0; i < 8; i++)
 #pragma unroll
-        for (int j = 0; j < TN; j++) {
-            int64_t row = r0 + ty * TM + i;
-            int o = o0 + tx * TN + j;
-            if (row < b.rows && o < O) store_proj(L, b, ws, O, row, o, tot[i][j], fault, 0);
+        for (int j = 0; j < 8; j++) {
+            int64_t row = r0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
+            int o = o0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);
+            if (row < b.rows && o < O) store_proj(L, b, ws, O, row, o, Ts[i * 8 + j][tid], fault, 0);
         }
 }
 
@@ -235,8 +259,10 @@ static int geom_check(const dsf_geom *g, dsf_err *e) {
     return 0;
 }
 
-static const void *gemm_fn(int tile) {
-    return tile ? (const void *)cmp_gemm<128, 128, 8, 8> : (const void *)cmp_gemm<64, 64, 4, 4>;
+// Tile 1: 64x64 (64 threads), K tiles of 16 where a slice holds whole ones, else 8; tile 0: 32x64 (32 threads), 8.
+static const void *gemm_fn(int tile, int kt16) {
+    if (tile) return kt16 ? (const void *)cmp_gemm<64, 64, 16> : (const void *)cmp_gemm<64, 64, 8>;
+    return (const void *)cmp_gemm<32, 64, 8>;
 }
 
 // Blocks of cmp_fused the device holds at once (cached per device, threads and dynamic shared memory).
@@ -290,9 +316,9 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         return launch((const void *)cmp_fused, dim3((unsigned)(grid > ne ? grid : ne)), g->threads, g->dyn_smem, stream,
                       args, "cmp_fused", e);
     }
-    int bm = g->p[1] ? 128 : 64;
+    int bm = g->p[1] ? 64 : 32, kt16 = L->dim / DSF_CMP_SLICES % 16 == 0;
     void *gargs[] = {&l, &bb, &ws, &fault, &skip};
-    if (launch(gemm_fn(g->p[1]), dim3((unsigned)((O + bm - 1) / bm), (unsigned)((b->rows + bm - 1) / bm)), 256,
+    if (launch(gemm_fn(g->p[1], kt16), dim3((unsigned)((O + 63) / 64), (unsigned)((b->rows + bm - 1) / bm)), bm,
                g->dyn_smem, stream, gargs, "cmp_gemm", e))
         return -1;
     unsigned ey = (unsigned)dsf_cmp_entry_slots(L->ratio, b->max_len) + 1;
@@ -320,7 +346,7 @@ extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *
     (void)fault;
     if (geom_check(g, e)) return -1;
     cudaFuncAttributes a;
-    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, g->p[0] == 2 ? gemm_fn(g->p[1]) : (const void *)cmp_fused));
+    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, g->p[0] == 2 ? gemm_fn(g->p[1], 1) : (const void *)cmp_fused));
     out->regs_per_thread = a.numRegs;
     out->static_smem = (int)a.sharedSizeBytes;
     out->max_threads_per_block = a.maxThreadsPerBlock;
