@@ -1,5 +1,6 @@
 // Formats against an independent oracle: value tables built in double from each format's definition, nearest search.
 #include "base/formats.h"
+#include "base/rng.h"
 
 #include <float.h>
 #include <math.h>
@@ -12,10 +13,7 @@ static uint64_t rng_state = 0x243F6A8885A308D3ull;
 
 static uint64_t rng_next(void)
 {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return dsf_splitmix_next(&rng_state);
 }
 
 static float f32_of(uint32_t u)

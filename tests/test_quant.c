@@ -1,5 +1,6 @@
 // Activation quantisers: hand-worked blocks, floors, saturation, QDQ against dequant(quant), and a double reference.
 #include "base/quant.h"
+#include "base/rng.h"
 
 #include <math.h>
 
@@ -9,10 +10,7 @@ static uint64_t rng_state = 0x13198A2E03707344ull;
 
 static uint64_t rng_next(void)
 {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return dsf_splitmix_next(&rng_state);
 }
 
 static uint32_t bits_of(float f)

@@ -4,13 +4,9 @@
 #include <string.h>
 
 #include "base/formats.h"
+#include "base/rng.h"
 
-uint64_t dsf_rng_next(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+uint64_t dsf_rng_next(uint64_t *state) { return dsf_splitmix_next(state); }
 
 double dsf_rng_unit(uint64_t *state) { return (double)(dsf_rng_next(state) >> 11) * 0x1.0p-53; }
 

@@ -7,14 +7,10 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/rng.h"
 #include "base/sha256.h"
 
-static uint64_t mix64(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static uint64_t mix64(uint64_t z) { return dsf_splitmix64(z); }
 
 uint64_t dsf_sample_seed(const int32_t *ids, int64_t n) {
     uint64_t h = mix64((uint64_t)n);

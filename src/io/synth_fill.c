@@ -5,9 +5,9 @@
 #include "base/formats.h"
 #include "base/pool.h"
 #include "base/quant.h"
+#include "base/rng.h"
 #include "io/synth.h"
 
-#define GOLDEN 0x9E3779B97F4A7C15ull
 #define CHUNK_BYTES (32u << 20)
 
 struct dsf_synth_gen {
@@ -20,16 +20,11 @@ struct dsf_synth_gen {
     size_t buf_cap;
 };
 
-static uint64_t mix64(uint64_t z) {
-    z += GOLDEN;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static uint64_t mix64(uint64_t z) { return dsf_splitmix64(z); }
 
 // Uniform in (-1, 1) from 16 bits of splitmix64(key, element / 4): a pure function of the element's index.
 static inline float unit(uint64_t key, uint64_t i) {
-    uint64_t h = mix64(key + (i >> 2) * GOLDEN);
+    uint64_t h = mix64(key + (i >> 2) * DSF_GOLDEN64);
     uint32_t u = (uint32_t)(h >> ((i & 3) * 16)) & 0xFFFFu;
     return ((float)u + 0.5f) * (1.0f / 32768.0f) - 1.0f;
 }
@@ -68,7 +63,7 @@ static void rows_values(const job *j, int64_t r0, int64_t nr, float *x) {
     // One splitmix64 call serves four consecutive elements, exactly as unit() would compute each of them.
     uint64_t i = (uint64_t)(r0 * j->cols), end = i + (uint64_t)(nr * j->cols), h = 0;
     for (float *o = x; i < end; i++, o++) {
-        if (o == x || (i & 3) == 0) h = mix64(j->key + (i >> 2) * GOLDEN);
+        if (o == x || (i & 3) == 0) h = mix64(j->key + (i >> 2) * DSF_GOLDEN64);
         uint32_t u = (uint32_t)(h >> ((i & 3) * 16)) & 0xFFFFu;
         *o = j->offset + j->amp * (((float)u + 0.5f) * (1.0f / 32768.0f) - 1.0f);
     }
