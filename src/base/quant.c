@@ -27,50 +27,39 @@ void dsf_act_qdq_row(const float *x, size_t n, int blk, float *out)
     }
 }
 
-void dsf_fp4_quant_e8m0_row(const float *x, size_t n, uint8_t *packed, uint8_t *scale)
+// One fp4 row: per block the scale (E8M0 power of two, or E4M3), then codes and scale bytes, or QDQ values.
+static void fp4_row(const float *x, size_t n, int e4m3, uint8_t *packed, uint8_t *scale, float *out)
 {
-    const int blk = DSF_FP4_E8M0_BLOCK;
+    const int blk = e4m3 ? DSF_FP4_E4M3_BLOCK : DSF_FP4_E8M0_BLOCK;
     DSF_ASSERT(n % blk == 0);
     for (size_t b = 0; b < n / blk; b++) {
         const float *xb = x + b * blk;
-        float s = dsf_fp4_scale_e8m0(dsf_block_amax(xb, blk));
-        scale[b] = dsf_e8m0_from_pow2_f32(s);
-        for (int i = 0; i < blk; i++)
-            dsf_fp4_set(packed, b * blk + (size_t)i, dsf_fp4_quant_code(xb[i], s));
+        float amax = dsf_block_amax(xb, blk);
+        float s = e4m3 ? dsf_fp4_scale_e4m3(amax) : dsf_fp4_scale_e8m0(amax);
+        if (scale) scale[b] = e4m3 ? dsf_e4m3_from_f32(s) : dsf_e8m0_from_pow2_f32(s);
+        for (int i = 0; i < blk; i++) {
+            if (packed) dsf_fp4_set(packed, b * blk + (size_t)i, dsf_fp4_quant_code(xb[i], s));
+            if (out) out[b * blk + (size_t)i] = dsf_fp4_qdq_value(xb[i], s);
+        }
     }
+}
+
+void dsf_fp4_quant_e8m0_row(const float *x, size_t n, uint8_t *packed, uint8_t *scale)
+{
+    fp4_row(x, n, 0, packed, scale, NULL);
 }
 
 void dsf_fp4_qdq_e8m0_row(const float *x, size_t n, float *out)
 {
-    const int blk = DSF_FP4_E8M0_BLOCK;
-    DSF_ASSERT(n % blk == 0);
-    for (size_t b = 0; b < n / blk; b++) {
-        float s = dsf_fp4_scale_e8m0(dsf_block_amax(x + b * blk, blk));
-        for (int i = 0; i < blk; i++)
-            out[b * blk + (size_t)i] = dsf_fp4_qdq_value(x[b * blk + (size_t)i], s);
-    }
+    fp4_row(x, n, 0, NULL, NULL, out);
 }
 
 void dsf_fp4_quant_e4m3_row(const float *x, size_t n, uint8_t *packed, uint8_t *scale)
 {
-    const int blk = DSF_FP4_E4M3_BLOCK;
-    DSF_ASSERT(n % blk == 0);
-    for (size_t b = 0; b < n / blk; b++) {
-        const float *xb = x + b * blk;
-        float s = dsf_fp4_scale_e4m3(dsf_block_amax(xb, blk));
-        scale[b] = dsf_e4m3_from_f32(s);
-        for (int i = 0; i < blk; i++)
-            dsf_fp4_set(packed, b * blk + (size_t)i, dsf_fp4_quant_code(xb[i], s));
-    }
+    fp4_row(x, n, 1, packed, scale, NULL);
 }
 
 void dsf_fp4_qdq_e4m3_row(const float *x, size_t n, float *out)
 {
-    const int blk = DSF_FP4_E4M3_BLOCK;
-    DSF_ASSERT(n % blk == 0);
-    for (size_t b = 0; b < n / blk; b++) {
-        float s = dsf_fp4_scale_e4m3(dsf_block_amax(x + b * blk, blk));
-        for (int i = 0; i < blk; i++)
-            out[b * blk + (size_t)i] = dsf_fp4_qdq_value(x[b * blk + (size_t)i], s);
-    }
+    fp4_row(x, n, 1, NULL, NULL, out);
 }
