@@ -155,23 +155,25 @@ static void bench_gpu(void) {
     if (dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G.codes, G.scales, G.xq, G.xs, TMAX, K, &e)) exit(1);
     printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
     static const dsf_geom geoms[] = {
-        {"direct_t128_m1_n2", 128, 0, {0, 1, 2}}, {"direct_t256_m1_n4", 256, 0, {0, 1, 4}},
-        {"direct_t64_m2_n2", 64, 0, {0, 2, 2}},   {"direct_t128_m4_n1", 128, 0, {0, 4, 1}},
-        {"direct_t96_m4_n2", 96, 0, {0, 4, 2}},   {"tiled_t256", 256, 0, {1, 0, 0}},
+        {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}}, {"narrow_t32_w1_u4", 32, 4096, {2, 1, 1, 4}},
+        {"narrow_t32_w2_u4", 32, 8192, {2, 1, 2, 4}},    {"narrow_t32_w2_u8", 32, 16384, {2, 1, 2, 8}},
+        {"narrow_t32_w4_u4", 32, 16384, {2, 1, 4, 4}},   {"direct_t32_x2_w1_u4", 32, 8192, {0, 2, 1, 4}},
+        {"tiled_t256", 256, 0, {1, 0, 0, 0}},
     };
+    enum { NG = sizeof geoms / sizeof geoms[0], TILED = NG - 1 };
     int Ts[] = {1, 8, 64, 4096};
     for (int ti = 0; ti < 4; ti++) {
         int T = Ts[ti];
         double best = 1e9;
         const char *bname = "";
-        for (int gi = 0; gi < 6; gi++) {
-            if (T == 4096 && gi < 5) continue;
+        for (int gi = 0; gi < NG; gi++) {
+            if (T == 4096 && gi < TILED) continue;
             double t = time_run(&G, 0, &geoms[gi], T);
             printf("BENCH wkv_t%d_%s_us %.2f\n", T, geoms[gi].name, t * 1e6);
             if (t < best) best = t, bname = geoms[gi].name;
         }
         const dsf_geom *bg = NULL;
-        for (int gi = 0; gi < 6; gi++)
+        for (int gi = 0; gi < NG; gi++)
             if (!strcmp(geoms[gi].name, bname)) bg = &geoms[gi];
         double bytes = (double)N * K + (double)(N / 32) * (K / 32) + (double)T * K * 1.03 + (double)T * N * 2;
         double flops = 2.0 * T * N * K;
@@ -184,7 +186,7 @@ static void bench_gpu(void) {
             size_t yb = (size_t)T * N * 2;
             uint16_t *y1 = malloc(yb), *y2 = malloc(yb);
             if (dsf_engram_wkv_cuda(0, &geoms[0], G.xq, G.xs, G.w, G.ws, G.kv, T, N, K, &e) ||
-                dsf_engram_wkv_cuda(0, &geoms[5], G.xq, G.xs, G.w, G.ws, G.kv2, T, N, K, &e))
+                dsf_engram_wkv_cuda(0, &geoms[TILED], G.xq, G.xs, G.w, G.ws, G.kv2, T, N, K, &e))
                 exit(1);
             CK(cudaMemcpy(y1, G.kv, yb, cudaMemcpyDeviceToHost));
             CK(cudaMemcpy(y2, G.kv2, yb, cudaMemcpyDeviceToHost));

@@ -166,10 +166,10 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
     return 0;
 }
 
-// The engine's geometries: embed_quant, wkv (direct, 1 m-tile), wkv (tiled, prefill), gate.
+// The engine's geometries: embed_quant, wkv (direct, decode), wkv (tiled, prefill), gate.
 static const dsf_geom engine_geoms[] = {
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
-    {"direct_t128_m1_n2", 128, 0, {0, 1, 2, 0}},
+    {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}},
     {"tiled_t256", 256, 0, {1, 0, 0, 0}},
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
 };

@@ -68,29 +68,30 @@ DSF_ENG_RUN(wkv_cuda_wrong, wkv_cuda, DSF_ENG_WRONG)
 DSF_ENG_RUN(wkv_cuda_batch, wkv_cuda, DSF_ENG_BATCH)
 DSF_ENG_ATTRS(wkv_attrs, 1, DSF_ENG_REAL)
 
-// CUDA {name, threads, dyn smem, {0 direct | 1 tiled, m16 tiles per warp, n8 tiles per warp}}.
+// CUDA {name, threads, dyn smem (direct: rings), {0 direct | 1 tiled, n8 token tiles (x), m16 weight tiles (w), u}}.
 static const dsf_geom wkv_cuda_geoms[] = {
-    {"direct_t128_m1_n2", 128, 0, {0, 1, 2}}, {"direct_t32_m1_n1", 32, 0, {0, 1, 1}},
-    {"direct_t256_m1_n4", 256, 0, {0, 1, 4}}, {"direct_t64_m2_n2", 64, 0, {0, 2, 2}},
-    {"direct_t128_m4_n1", 128, 0, {0, 4, 1}}, {"direct_t96_m4_n2", 96, 0, {0, 4, 2}},
-    {"tiled_t256", 256, 0, {1, 0, 0}},
+    {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}},     {"direct_t128_x1_w1_u8", 128, 65536, {0, 1, 1, 8}},
+    {"direct_t64_x1_w2_u4", 64, 32768, {0, 1, 2, 4}},    {"direct_t64_x2_w1_u4", 64, 16384, {0, 2, 1, 4}},
+    {"direct_t128_x8_w1_u2", 128, 16384, {0, 8, 1, 2}},  {"direct_t96_x4_w2_u4", 96, 49152, {0, 4, 2, 4}},
+    {"narrow_t32_w1_u4", 32, 4096, {2, 1, 1, 4}},        {"narrow_t64_w2_u4", 64, 16384, {2, 1, 2, 4}},
+    {"narrow_t128_w4_u4", 128, 65536, {2, 1, 4, 4}},     {"tiled_t256", 256, 0, {1, 0, 0, 0}},
 };
 static const dsf_geom wkv_cuda_ctl_geoms[] = {
-    {"direct_t32_m1_n1", 32, 0, {0, 1, 1}},
-    {"direct_t128_m1_n2", 128, 0, {0, 1, 2}},
-    {"direct_t128_m4_n1", 128, 0, {0, 4, 1}},
+    {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}},
+    {"direct_t64_x1_w2_u4", 64, 32768, {0, 1, 2, 4}},
+    {"direct_t128_x8_w1_u2", 128, 16384, {0, 8, 1, 2}},
 };
 static const dsf_geom wkv_cuda_big[] = {
-    {"direct_t32_m1_n1", 32, 0, {0, 1, 1}},
-    {"direct_t128_m1_n2_smem200k", 128, 200 * 1024, {0, 1, 2}},
+    {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}},
+    {"direct_t128_x1_w1_u4_smem200k", 128, 200 * 1024, {0, 1, 1, 4}},
 };
 #define WKV_CUDA_IMPLS                                                                                                 \
     DSF_ENG_IMPL("cuda", DSF_BACKEND_CUDA, wkv_cuda_real, wkv_cuda_geoms, DSF_GATE_NONE,                               \
-                 "mma.sync e4m3 m16n8k32 per K block, fp32 promotion in K order; direct and tiled kernels", wkv_attrs), \
+                 "e4m3 as f16, two mma.sync m16n8k16 per K block, fp32 promotion in K order; direct and tiled kernels", wkv_attrs), \
         DSF_ENG_IMPL("cuda_ctl_skip", DSF_BACKEND_CUDA, wkv_cuda_skip, wkv_cuda_ctl_geoms, DSF_GATE_1,                 \
                      "never writes the last output of the last row", wkv_attrs),                                       \
         DSF_ENG_IMPL("cuda_ctl_order", DSF_BACKEND_CUDA, wkv_cuda_geom, wkv_cuda_ctl_geoms, DSF_GATE_2,                \
-                     "splits K with a bf16 partial when a warp holds 2 or more row tiles (order follows the geometry)",           \
+                     "splits K with a bf16 partial when a warp holds 2 or more weight tiles (order follows the geometry)",           \
                      wkv_attrs),                                                                                       \
         DSF_ENG_IMPL("cuda_ctl_scale", DSF_BACKEND_CUDA, wkv_cuda_wrong, wkv_cuda_ctl_geoms, DSF_GATE_3,               \
                      "weight scale exponent off by one", wkv_attrs),                                                   \
@@ -140,9 +141,9 @@ const dsf_record dsf_rec_engram_wkv = {
 #ifdef DSF_HAVE_CUDA
 static const dsf_impl wkv_real_impls[] = {
     DSF_ENG_IMPL("cuda", DSF_BACKEND_CUDA, wkv_cuda_real, wkv_cuda_geoms, DSF_GATE_NONE,
-                 "mma.sync e4m3 m16n8k32 per K block, fp32 promotion in K order; direct and tiled kernels", wkv_attrs),
+                 "e4m3 as f16, two mma.sync m16n8k16 per K block, fp32 promotion in K order; direct and tiled kernels", wkv_attrs),
     DSF_ENG_IMPL("cuda_ctl_order", DSF_BACKEND_CUDA, wkv_cuda_geom, wkv_cuda_ctl_geoms, DSF_GATE_2,
-                 "splits K with a bf16 partial when a warp holds 2 or more row tiles (order follows the geometry)", wkv_attrs),
+                 "splits K with a bf16 partial when a warp holds 2 or more weight tiles (order follows the geometry)", wkv_attrs),
     DSF_ENG_IMPL("cuda_ctl_scale", DSF_BACKEND_CUDA, wkv_cuda_wrong, wkv_cuda_ctl_geoms, DSF_GATE_3,
                  "weight scale exponent off by one", wkv_attrs),
 };

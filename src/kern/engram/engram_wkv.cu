@@ -1,171 +1,318 @@
-// engram_wkv on CUDA: one FP8 mma.sync m16n8k32 per 32-block of K (one scale block), promoted to fp32 in K order.
+// engram_wkv on CUDA: per 32-block of K, e4m3 codes become f16 (exact) for two m16n8k16 mma; fp32 promotion in K order.
 #include "kern/cuda_check.h"
 #include "kern/engram/engram_internal.h"
 
-// Lane quad q feeds bytes 8q..8q+7 of a block to A and B in both kernels, so they agree bit for bit (docs/engram.md).
-__device__ __forceinline__ void eng_mma(const uint32_t a[4], const uint32_t b[2], float d[4]) {
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%10,%10,%10,%10};\n"
+// Four e4m3 codes (bytes 0..3 of v) as two f16 pairs: lo = bytes 0, 1; hi = bytes 2, 3 (exact: f16 holds every e4m3).
+__device__ __forceinline__ void eng_f16x4(uint32_t v, uint32_t &lo, uint32_t &hi) {
+    asm("{\n.reg .b16 a, b;\nmov.b32 {a, b}, %2;\ncvt.rn.f16x2.e4m3x2 %0, a;\ncvt.rn.f16x2.e4m3x2 %1, b;\n}\n"
+        : "=r"(lo), "=r"(hi)
+        : "r"(v));
+}
+
+// A token's 8 codes of a block (bytes 8q..8q+7) as the B fragments of the block's two mma: {b0, b1} then {b2, b3}.
+__device__ __forceinline__ void eng_bfrag(uint2 x, uint32_t b[4]) {
+    eng_f16x4(x.x, b[0], b[1]);
+    eng_f16x4(x.y, b[2], b[3]);
+}
+
+__device__ __forceinline__ void eng_hmma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, const float c[4]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%10,%11,%12,%13};\n"
                  : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]),
+                   "f"(c[3]));
 }
 
-__device__ __forceinline__ float eng_e8m0(uint8_t b) {
-    return dsf_e8m0_to_f32(b);
+// Weight rows g, g+8 (lo, hi), bytes 8q..8q+7 of a block, as the A fragments of its two mma (slots 2q, 2q+8 first).
+__device__ __forceinline__ void eng_afrag(uint2 lo, uint2 hi, uint32_t a[8]) {
+    eng_f16x4(lo.x, a[0], a[2]);
+    eng_f16x4(hi.x, a[1], a[3]);
+    eng_f16x4(lo.y, a[4], a[6]);
+    eng_f16x4(hi.y, a[5], a[7]);
 }
 
-// Promotion of one block's mma result: acc = fma(d, sa*sw, acc); the product by a power of two is exact.
+// One block's exact-input product (C = 0): bytes 8q..8q+3 of both operands in the first mma, 8q+4..8q+7 in the second.
+__device__ __forceinline__ void eng_block(const uint32_t a[8], const uint32_t b[4], float d[4]) {
+    const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    eng_hmma(d, a, b[0], b[1], z);
+    eng_hmma(d, a + 4, b[2], b[3], d);
+}
+
+// dsf_e8m0_to_f32 without branches (selects), so the scale loads before it are not serialised behind them.
+__device__ __forceinline__ float eng_e8m0(uint32_t b) {
+    b &= 0xFFu;
+    uint32_t bits = b == 0 ? 0x00400000u : b << 23;
+    return __uint_as_float(b == 0xFFu ? 0x7FC00000u : bits);
+}
+
+// Promotion of one block's product: acc = fma(d, sa*sw, acc) (columns = tokens 2q, 2q+1); sa*sw is exact.
 __device__ __forceinline__ void eng_promote(float acc[4], const float d[4], float sa0, float sa1, float sw) {
     float s0 = __fmul_rn(sa0, sw), s1 = __fmul_rn(sa1, sw);
     acc[0] = __fmaf_rn(d[0], s0, acc[0]);
-    acc[1] = __fmaf_rn(d[1], s0, acc[1]);
-    acc[2] = __fmaf_rn(d[2], s1, acc[2]);
+    acc[1] = __fmaf_rn(d[1], s1, acc[1]);
+    acc[2] = __fmaf_rn(d[2], s0, acc[2]);
     acc[3] = __fmaf_rn(d[3], s1, acc[3]);
 }
 
-__device__ __forceinline__ void eng_store(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n, float v0, float v1,
-                                          int fault) {
-    if (t >= T || n >= N) return;
-    int skip = fault == DSF_ENG_SKIP && t == T - 1 && n + 1 == N - 1;
-    if (skip) {
-        y[t * N + n] = dsf_bf16_from_f32(v0);
-        return;
-    }
-    uint32_t pk = (uint32_t)dsf_bf16_from_f32(v0) | ((uint32_t)dsf_bf16_from_f32(v1) << 16);
-    *(uint32_t *)(y + t * N + n) = pk;
+// Output (token t, row n); the skip control never writes the last row's last output.
+__device__ __forceinline__ void eng_store(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n, float v, int fault) {
+    if (t >= T || n >= N || (fault == DSF_ENG_SKIP && t == T - 1 && n == N - 1)) return;
+    y[t * N + n] = dsf_bf16_from_f32(v);
 }
 
-// 16-byte weight load that skips L1 (each byte is used once) and asks L2 for the row's whole 256-byte span.
-__device__ __forceinline__ uint4 eng_ld_stream(const uint8_t *p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
+// An m16n8 accumulator tile: rows n, n+8 (weights) by columns t, t+1 (tokens).
+__device__ __forceinline__ void eng_store_tile(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n,
+                                               const float a[4], int fault) {
+    eng_store(y, T, N, t, n, a[0], fault);
+    eng_store(y, T, N, t + 1, n, a[1], fault);
+    eng_store(y, T, N, t, n + 8, a[2], fault);
+    eng_store(y, T, N, t + 1, n + 8, a[3], fault);
 }
 
-// In: 16 bytes of block q&1 (its 8-byte chunks 2(q>>1), +1); out: chunk q of blocks 0, 1, as the tiled kernel feeds.
-__device__ __forceinline__ void eng_pair(uint4 v, int q0, uint2 f[2]) {
-    uint32_t s0 = q0 ? v.x : v.z, s1 = q0 ? v.y : v.w;
-    uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, s0, 1), r1 = __shfl_xor_sync(0xFFFFFFFFu, s1, 1);
-    f[0] = q0 ? make_uint2(r0, r1) : make_uint2(v.x, v.y);
-    f[1] = q0 ? make_uint2(v.z, v.w) : make_uint2(r0, r1);
+__device__ __forceinline__ void eng_cp16(void *smem, const void *gmem, int bytes) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(bytes));
 }
 
-// Direct kernel (decode): a warp owns MT m16 token tiles x NW n8 row tiles and streams its rows' K, U blocks a batch.
-template <int MT, int NW, int U>
+// Stages of each warp's ring in the direct kernel, and the ring's bytes: stages x blocks x weight rows x 32.
+#define ENG_DS 4
+#define ENG_RING(MW, U) (ENG_DS * (U) * 16 * (MW) * 32)
+
+// Direct kernel (decode): a warp owns MW m16 weight tiles x NT n8 token tiles, U blocks a stage through its own ring.
+template <int NT, int MW, int U>
 __global__ void __launch_bounds__(256) eng_wkv_direct(const uint8_t *__restrict__ xq, const uint8_t *__restrict__ xs,
                                                        const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                        uint16_t *__restrict__ y, int64_t T, int64_t N, int64_t K,
                                                        int fault) {
-    int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3, q0 = q & 1;
-    int64_t warp = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    int64_t n0 = warp * 8 * NW, t0 = (int64_t)blockIdx.y * 16 * MT;
+    enum { ROWS = 16 * MW, CPR = 2 * U, CH = ROWS * CPR / 32, STAGE = U * ROWS * 32 };
+    static_assert(MW * U <= 32 && (ROWS * CPR) % 32 == 0, "scale prefetch lanes; whole chunks a lane");
+    extern __shared__ __align__(16) uint8_t eng_dyn[];
+    int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    int64_t warp = (int64_t)blockIdx.y * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int64_t n0 = warp * 16 * MW, t0 = (int64_t)blockIdx.x * 8 * NT;
     if (n0 >= N) return;
-    int64_t KB = K / 32;
-    // Controls split K with a bf16 partial: DSF_ENG_GEOM at 2 or more row tiles a warp, DSF_ENG_BATCH in large calls.
-    int split = (fault == DSF_ENG_GEOM && NW >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
-    const uint8_t *wr[NW], *ar[MT][2], *sr[MT][2];
+    uint8_t *ring = eng_dyn + (threadIdx.x >> 5) * ENG_RING(MW, U);
+    int KB = (int)(K / 32), nb = (KB + U - 1) / U;
+    // Controls split K with a bf16 partial: DSF_ENG_GEOM at 2 or more weight tiles a warp, DSF_ENG_BATCH past 64 rows.
+    int split = (fault == DSF_ENG_GEOM && MW >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
+    // Rows and tokens past the end read the last valid one: an mma output depends only on its own row and column.
+    const uint8_t *ar[NT], *sr[NT][2];
 #pragma unroll
-    for (int j = 0; j < NW; j++) {
-        int64_t n = n0 + 8 * j + g;
-        wr[j] = n < N ? w + n * K + 32 * q0 + 16 * (q >> 1) : NULL;
-    }
-#pragma unroll
-    for (int m = 0; m < MT; m++)
+    for (int i = 0; i < NT; i++) {
+        int64_t t = t0 + 8 * i + g;
+        ar[i] = xq + (t < T ? t : T - 1) * K + 8 * q;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            int64_t t = t0 + 16 * m + g + 8 * h;
-            ar[m][h] = t < T ? xq + t * K + 8 * q : NULL;
-            sr[m][h] = t < T ? xs + t * KB : NULL;
+            int64_t tc = t0 + 8 * i + 2 * q + h;
+            sr[i][h] = xs + (tc < T ? tc : T - 1) * KB;
         }
-    // The lane that prefetches one weight scale byte of the batch: row tile lane / U, block lane % U.
-    int64_t ws_n = n0 + 8 * (lane / U);
-    const uint8_t *ws_row = lane < NW * U && ws_n < N ? ws + (ws_n / 32) * KB + lane % U : NULL;
-    float acc[MT][NW][4];
+    }
+    // Stage chunks, CH of 16 bytes a lane: chunk k of stage row r is half k % 2 of block k / 2 of that row's U blocks.
+    const uint8_t *src[CH];
+    int dst[CH], blk[CH];
 #pragma unroll
-    for (int m = 0; m < MT; m++)
+    for (int c = 0; c < CH; c++) {
+        int idx = lane + 32 * c, r = idx / CPR, k = idx % CPR;
+        int64_t n = n0 + r;
+        src[c] = w + (n < N ? n : N - 1) * K + 16 * k;
+        dst[c] = ((k / 2) * ROWS + r) * 32 + 16 * (k % 2);
+        blk[c] = k / 2;
+    }
+    // Stage bt (its first `lim` blocks exist) into ring slot bt % ENG_DS; always one commit group.
+    auto issue = [&](int bt, int lim) {
+        uint8_t *st = ring + (bt % ENG_DS) * STAGE;
+        size_t off = (size_t)bt * (U * 32);
 #pragma unroll
-        for (int j = 0; j < NW; j++)
+        for (int c = 0; c < CH; c++) eng_cp16(st + dst[c], src[c] + (blk[c] < lim ? off : 0), blk[c] < lim ? 16 : 0);
+        asm volatile("cp.async.commit_group;\n");
+    };
+    // The lane that prefetches one weight scale of a stage: weight tile lane / U, block lane % U.
+    int64_t ws_n = n0 + 16 * (lane / U);
+    const uint8_t *ws_row = ws + ((ws_n < N ? ws_n : N - 1) / 32) * KB + lane % U;
+    auto wscale = [&](int bt) {
+        uint32_t v = bt < nb && bt * U + lane % U < KB ? __ldg(ws_row + bt * U) : 127;
+        return eng_e8m0(fault == DSF_ENG_WRONG ? v + 1 : v);
+    };
+    float acc[MW][NT][4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) acc[m][j][i] = 0.0f;
-    for (int64_t kb0 = 0; kb0 < KB; kb0 += U) {
-        uint4 bv[NW][U / 2];
+    for (int j = 0; j < MW; j++)
 #pragma unroll
-        for (int j = 0; j < NW; j++)
+        for (int i = 0; i < NT; i++)
 #pragma unroll
-            for (int p = 0; p < U / 2; p++)
-                bv[j][p] = wr[j] && kb0 + 2 * p + q0 < KB ? eng_ld_stream(wr[j] + (kb0 + 2 * p) * 32)
-                                                         : make_uint4(0, 0, 0, 0);
-        uint32_t wsb = ws_row && kb0 + lane % U < KB ? __ldg(ws_row + kb0) : 127;
-        if (fault == DSF_ENG_WRONG) wsb++;
-        uint2 af[U][MT][2];
-        float sa[U][MT][2];
+            for (int c = 0; c < 4; c++) acc[j][i][c] = 0.0f;
+    // One stage of `lim` blocks (U in every full stage, so the checks fold away there).
+    auto stage = [&](int bt, int lim, float sw_all) {
+        int kb0 = bt * U;
+        uint2 xf[U][NT];
+        float sa[U][NT][2];
 #pragma unroll
-        for (int u = 0; u < U; u++)
+        for (int u = 0; u < U; u++) {
+            int kb = u < lim ? kb0 + u : kb0;
 #pragma unroll
-            for (int m = 0; m < MT; m++)
+            for (int i = 0; i < NT; i++) {
+                xf[u][i] = __ldg((const uint2 *)(ar[i] + (size_t)kb * 32));
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    int ok = ar[m][h] && kb0 + u < KB;
-                    af[u][m][h] = ok ? __ldg((const uint2 *)(ar[m][h] + (kb0 + u) * 32)) : make_uint2(0, 0);
-                    sa[u][m][h] = ok ? eng_e8m0(__ldg(sr[m][h] + kb0 + u)) : 0.0f;
-                }
+                for (int h = 0; h < 2; h++) sa[u][i][h] = eng_e8m0(__ldg(sr[i][h] + kb));
+            }
+        }
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(ENG_DS - 2));
+        __syncwarp();
+        int nx = bt + ENG_DS - 1;
+        issue(nx, nx < nb ? (KB - nx * U < U ? KB - nx * U : U) : 0);
+        const uint8_t *st = ring + (bt % ENG_DS) * STAGE;
 #pragma unroll
-        for (int p = 0; p < U / 2; p++) {
-            uint2 bf[NW][2];
+        for (int u = 0; u < U; u++) {
+            if (u >= lim) break;
+            if (split && kb0 + u == KB / 2)
 #pragma unroll
-            for (int j = 0; j < NW; j++) eng_pair(bv[j][p], q0, bf[j]);
+                for (int j = 0; j < MW; j++)
 #pragma unroll
-            for (int b = 0; b < 2; b++) {
-                int u = 2 * p + b;
-                int64_t kb = kb0 + u;
-                if (kb >= KB) break;
-                if (split && kb == KB / 2)
+                    for (int i = 0; i < NT; i++)
 #pragma unroll
-                    for (int m = 0; m < MT; m++)
+                        for (int c = 0; c < 4; c++) acc[j][i][c] = dsf_bf16_round(acc[j][i][c]);
+            uint32_t xb[NT][4];
 #pragma unroll
-                        for (int j = 0; j < NW; j++)
+            for (int i = 0; i < NT; i++) eng_bfrag(xf[u][i], xb[i]);
 #pragma unroll
-                            for (int i = 0; i < 4; i++) acc[m][j][i] = dsf_bf16_round(acc[m][j][i]);
-                float sw[NW];
+            for (int j = 0; j < MW; j++) {
+                float sw = __shfl_sync(0xFFFFFFFFu, sw_all, j * U + u);
+                const uint8_t *rw = st + (u * ROWS + 16 * j + g) * 32 + 8 * q;
+                uint32_t a[8];
+                eng_afrag(*(const uint2 *)rw, *(const uint2 *)(rw + 8 * 32), a);
 #pragma unroll
-                for (int j = 0; j < NW; j++) sw[j] = eng_e8m0((uint8_t)__shfl_sync(0xFFFFFFFFu, wsb, j * U + u));
-#pragma unroll
-                for (int m = 0; m < MT; m++) {
-                    uint32_t a[4] = {af[u][m][0].x, af[u][m][1].x, af[u][m][0].y, af[u][m][1].y};
-#pragma unroll
-                    for (int j = 0; j < NW; j++) {
-                        uint32_t bb[2] = {bf[j][b].x, bf[j][b].y};
-                        float d[4];
-                        eng_mma(a, bb, d);
-                        eng_promote(acc[m][j], d, sa[u][m][0], sa[u][m][1], sw[j]);
-                    }
+                for (int i = 0; i < NT; i++) {
+                    float d[4];
+                    eng_block(a, xb[i], d);
+                    eng_promote(acc[j][i], d, sa[u][i][0], sa[u][i][1], sw);
                 }
             }
         }
+    };
+#pragma unroll
+    for (int s = 0; s < ENG_DS - 1; s++) issue(s, s < nb ? (KB - s * U < U ? KB - s * U : U) : 0);
+    float swc = wscale(0);
+    int full = KB / U;
+    for (int bt = 0; bt < full; bt++) {
+        float swn = wscale(bt + 1);
+        stage(bt, U, swc);
+        swc = swn;
     }
+    if (full < nb) stage(full, KB - full * U, swc);
+    asm volatile("cp.async.wait_group 0;\n");
 #pragma unroll
-    for (int m = 0; m < MT; m++)
+    for (int j = 0; j < MW; j++)
 #pragma unroll
-        for (int j = 0; j < NW; j++) {
-            int64_t t = t0 + 16 * m + g, n = n0 + 8 * j + 2 * q;
-            float *a = acc[m][j];
-            eng_store(y, T, N, t, n, a[0], a[1], fault);
-            eng_store(y, T, N, t + 8, n, a[2], a[3], fault);
-        }
+        for (int i = 0; i < NT; i++) eng_store_tile(y, T, N, t0 + 8 * i + 2 * q, n0 + 16 * j + g, acc[j][i], fault);
 }
 
-// Tiled kernel: 128 tokens x 128 rows a block, 8 warps (2 x 4), double-buffered stages of 2 K blocks (cp.async).
+// Narrow kernel (decode, 8 tokens a warp): tokens are the A operand (rows 8-15 zero), MW n8 weight tiles the B operand.
+// The k slots get the same bytes as in the other kernels; an output (token, row) is the same dot product, transposed.
+template <int MW, int U>
+__global__ void __launch_bounds__(256) eng_wkv_narrow(const uint8_t *__restrict__ xq, const uint8_t *__restrict__ xs,
+                                                       const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
+                                                       uint16_t *__restrict__ y, int64_t T, int64_t N, int64_t K,
+                                                       int fault) {
+    enum { ROWS = 8 * MW, CPR = 2 * U, CH = ROWS * CPR / 32, STAGE = U * ROWS * 32 };
+    static_assert(MW * U <= 32 && (ROWS * CPR) % 32 == 0, "scale prefetch lanes; whole chunks a lane");
+    extern __shared__ __align__(16) uint8_t eng_dyn[];
+    int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    int64_t warp = (int64_t)blockIdx.y * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int64_t n0 = warp * ROWS, t = (int64_t)blockIdx.x * 8 + g;
+    if (n0 >= N) return;
+    uint8_t *ring = eng_dyn + (threadIdx.x >> 5) * ENG_DS * STAGE;
+    int KB = (int)(K / 32), nb = (KB + U - 1) / U;
+    int split = (fault == DSF_ENG_GEOM && MW >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
+    const uint8_t *ar = xq + (t < T ? t : T - 1) * K + 8 * q, *sr = xs + (t < T ? t : T - 1) * KB;
+    const uint8_t *src[CH];
+    int dst[CH], blk[CH];
+#pragma unroll
+    for (int c = 0; c < CH; c++) {
+        int idx = lane + 32 * c, r = idx / CPR, k = idx % CPR;
+        int64_t n = n0 + r;
+        src[c] = w + (n < N ? n : N - 1) * K + 16 * k;
+        dst[c] = ((k / 2) * ROWS + r) * 32 + 16 * (k % 2);
+        blk[c] = k / 2;
+    }
+    auto issue = [&](int bt) {
+        int lim = bt < nb ? (KB - bt * U < U ? KB - bt * U : U) : 0;
+        uint8_t *st = ring + (bt % ENG_DS) * STAGE;
+        size_t off = (size_t)bt * (U * 32);
+#pragma unroll
+        for (int c = 0; c < CH; c++) eng_cp16(st + dst[c], src[c] + (blk[c] < lim ? off : 0), blk[c] < lim ? 16 : 0);
+        asm volatile("cp.async.commit_group;\n");
+    };
+    // A stage's weight scales (lane: tile lane / U, block lane % U), token codes and token scales, a stage ahead.
+    int64_t ws_n = n0 + 8 * (lane / U);
+    const uint8_t *ws_row = ws + ((ws_n < N ? ws_n : N - 1) / 32) * KB + lane % U;
+    auto load = [&](int bt, float &sw, uint2 (&xf)[U], float (&sa)[U]) {
+        uint32_t v = bt < nb && bt * U + lane % U < KB ? __ldg(ws_row + bt * U) : 127;
+        sw = eng_e8m0(fault == DSF_ENG_WRONG ? v + 1 : v);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int kb = bt * U + u < KB ? bt * U + u : KB - 1;
+            xf[u] = __ldg((const uint2 *)(ar + (size_t)kb * 32));
+            sa[u] = eng_e8m0(__ldg(sr + kb));
+        }
+    };
+    float acc[MW][2];
+#pragma unroll
+    for (int j = 0; j < MW; j++) acc[j][0] = acc[j][1] = 0.0f;
+    auto stage = [&](int bt, int lim, float sw_all, const uint2 (&xf)[U], const float (&sa)[U]) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(ENG_DS - 2));
+        __syncwarp();
+        issue(bt + ENG_DS - 1);
+        const uint8_t *st = ring + (bt % ENG_DS) * STAGE;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (u >= lim) break;
+            if (split && bt * U + u == KB / 2)
+#pragma unroll
+                for (int j = 0; j < MW; j++) acc[j][0] = dsf_bf16_round(acc[j][0]), acc[j][1] = dsf_bf16_round(acc[j][1]);
+            uint32_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            eng_f16x4(xf[u].x, a[0], a[2]);
+            eng_f16x4(xf[u].y, a[4], a[6]);
+#pragma unroll
+            for (int j = 0; j < MW; j++) {
+                float s = __fmul_rn(sa[u], __shfl_sync(0xFFFFFFFFu, sw_all, j * U + u));
+                uint32_t b[4];
+                eng_bfrag(*(const uint2 *)(st + (u * ROWS + 8 * j + g) * 32 + 8 * q), b);
+                float d[4];
+                eng_block(a, b, d);
+                acc[j][0] = __fmaf_rn(d[0], s, acc[j][0]);
+                acc[j][1] = __fmaf_rn(d[1], s, acc[j][1]);
+            }
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < ENG_DS - 1; s++) issue(s);
+    float swc, swn;
+    uint2 xc[U], xn[U];
+    float sc[U], sn[U];
+    load(0, swc, xc, sc);
+    int full = KB / U;
+    for (int bt = 0; bt < full; bt++) {
+        load(bt + 1, swn, xn, sn);
+        stage(bt, U, swc, xc, sc);
+        swc = swn;
+#pragma unroll
+        for (int u = 0; u < U; u++) xc[u] = xn[u], sc[u] = sn[u];
+    }
+    if (full < nb) stage(full, KB - full * U, swc, xc, sc);
+    asm volatile("cp.async.wait_group 0;\n");
+#pragma unroll
+    for (int j = 0; j < MW; j++) {
+        int64_t n = n0 + 8 * j + 2 * q;
+        eng_store(y, T, N, t, n, acc[j][0], fault);
+        eng_store(y, T, N, t, n + 1, acc[j][1], fault);
+    }
+}
+
+// Tiled kernel: 128 tokens x 128 rows a block, 8 warps (2 x 4: 64 tokens x 32 rows), stages of 2 K blocks (cp.async).
 #define ENG_BM 128
 #define ENG_BN 128
 #define ENG_ST 2
 #define ENG_STAGE_BYTES (2 * (ENG_BM + ENG_BN) * 32)
 
-__device__ __forceinline__ void eng_cp16(void *smem, const void *gmem, int bytes) {
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
-}
 
 __global__ void __launch_bounds__(256) eng_wkv_tiled(const uint8_t *__restrict__ xq, const uint8_t *__restrict__ xs,
                                                       const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
@@ -176,12 +323,15 @@ __global__ void __launch_bounds__(256) eng_wkv_tiled(const uint8_t *__restrict__
     __shared__ float sws[ENG_ST][2][ENG_BN / 32];
     int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, q = lane & 3, wid = tid >> 5;
     int wm = wid >> 2, wn = wid & 3;
-    int64_t n_base = (int64_t)blockIdx.x * ENG_BN, t_base = (int64_t)blockIdx.y * ENG_BM;
+    int64_t n_base = (int64_t)blockIdx.y * ENG_BN, t_base = (int64_t)blockIdx.x * ENG_BM;
     int64_t KB = K / 32, steps = (KB + 1) / 2;
-    float acc[4][4][4];
-    for (int m = 0; m < 4; m++)
-        for (int j = 0; j < 4; j++)
-            for (int i = 0; i < 4; i++) acc[m][j][i] = 0.0f;
+    float acc[2][8][4];
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) acc[j][i][c] = 0.0f;
     // Stage layout: [k block 0..1][A 128 rows | B 128 rows][32 bytes].
     auto issue = [&](int64_t st, int buf) {
         for (int c = tid; c < 2 * (ENG_BM + ENG_BN) * 2; c += 256) {
@@ -216,48 +366,60 @@ __global__ void __launch_bounds__(256) eng_wkv_tiled(const uint8_t *__restrict__
         else
             asm volatile("cp.async.commit_group;\n");
         int buf = (int)(st % ENG_ST);
-        for (int kk = 0; kk < 2 && st * 2 + kk < KB; kk++) {
+#pragma unroll
+        for (int kk = 0; kk < 2; kk++) {
+            if (st * 2 + kk >= KB) break;
             const uint8_t *As = &tiles[buf][kk * (ENG_BM + ENG_BN) * 32];
             const uint8_t *Bs = As + ENG_BM * 32;
-            uint32_t b[4][2];
-            for (int j = 0; j < 4; j++) {
-                uint2 v = *(const uint2 *)(Bs + (wn * 32 + 8 * j + g) * 32 + 8 * q);
-                b[j][0] = v.x, b[j][1] = v.y;
+            uint32_t xb[8][4];
+            float sa[8][2];
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                int tr = wm * 64 + 8 * i;
+                eng_bfrag(*(const uint2 *)(As + (tr + g) * 32 + 8 * q), xb[i]);
+                sa[i][0] = sas[buf][kk][tr + 2 * q], sa[i][1] = sas[buf][kk][tr + 2 * q + 1];
             }
             float sw = sws[buf][kk][wn];
-            for (int m = 0; m < 4; m++) {
-                int r0 = wm * 64 + 16 * m + g;
-                uint2 lo = *(const uint2 *)(As + r0 * 32 + 8 * q), hi = *(const uint2 *)(As + (r0 + 8) * 32 + 8 * q);
-                uint32_t a[4] = {lo.x, hi.x, lo.y, hi.y};
-                float sa0 = sas[buf][kk][r0], sa1 = sas[buf][kk][r0 + 8];
-                for (int j = 0; j < 4; j++) {
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                int r0 = wn * 32 + 16 * j + g;
+                uint32_t a[8];
+                eng_afrag(*(const uint2 *)(Bs + r0 * 32 + 8 * q), *(const uint2 *)(Bs + (r0 + 8) * 32 + 8 * q), a);
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
                     float d[4];
-                    eng_mma(a, b[j], d);
-                    eng_promote(acc[m][j], d, sa0, sa1, sw);
+                    eng_block(a, xb[i], d);
+                    eng_promote(acc[j][i], d, sa[i][0], sa[i][1], sw);
                 }
             }
         }
     }
     asm volatile("cp.async.wait_group 0;\n");
-    for (int m = 0; m < 4; m++)
-        for (int j = 0; j < 4; j++) {
-            int64_t t = t_base + wm * 64 + 16 * m + g, n = n_base + wn * 32 + 8 * j + 2 * q;
-            float *a = acc[m][j];
-            eng_store(y, T, N, t, n, a[0], a[1], fault);
-            eng_store(y, T, N, t + 8, n, a[2], a[3], fault);
-        }
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            eng_store_tile(y, T, N, t_base + wm * 64 + 8 * i + 2 * q, n_base + wn * 32 + 16 * j + g, acc[j][i], fault);
 }
 
 typedef void (*wkv_fn)(const uint8_t *, const uint8_t *, const uint8_t *, const uint8_t *, uint16_t *, int64_t,
                        int64_t, int64_t, int);
 
-// Geometry p[0]: 0 direct, 1 tiled; direct p[1] = m16 tiles per warp (1, 2, 4), p[2] = n8 tiles per warp (1, 2, 4).
+// Geometry p[0]: 0 direct, 1 tiled; direct p[1] n8 token tiles a warp, p[2] m16 weight tiles, p[3] blocks a batch.
 static wkv_fn pick(const dsf_geom *g) {
     if (g->p[0] == 1) return eng_wkv_tiled;
-    int mt = g->p[1], nw = g->p[2];
-#define ENG_PICK(M, W, U)                                                                                             \
-    if (mt == M && nw == W) return eng_wkv_direct<M, W, U>;
-    ENG_PICK(1, 1, 8) ENG_PICK(1, 2, 8) ENG_PICK(1, 4, 4) ENG_PICK(2, 2, 4) ENG_PICK(4, 1, 2) ENG_PICK(4, 2, 2)
+    int nt = g->p[1], mw = g->p[2], u = g->p[3];
+    if (g->p[0] == 2) {
+        if (mw == 1 && u == 4) return eng_wkv_narrow<1, 4>;
+        if (mw == 2 && u == 4) return eng_wkv_narrow<2, 4>;
+        if (mw == 4 && u == 4) return eng_wkv_narrow<4, 4>;
+        if (mw == 2 && u == 8) return eng_wkv_narrow<2, 8>;
+        return NULL;
+    }
+#define ENG_PICK(X, W, U)                                                                                             \
+    if (nt == X && mw == W && u == U) return eng_wkv_direct<X, W, U>;
+    ENG_PICK(1, 1, 4) ENG_PICK(1, 1, 8) ENG_PICK(1, 2, 4) ENG_PICK(1, 2, 8) ENG_PICK(2, 1, 4) ENG_PICK(4, 2, 4)
+    ENG_PICK(8, 1, 2)
 #undef ENG_PICK
     return NULL;
 }
@@ -276,12 +438,18 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
     if (T == 0) return 0;
     dim3 grid;
     if (g->p[0] == 1) {
-        grid = dim3((unsigned)((N + ENG_BN - 1) / ENG_BN), (unsigned)((T + ENG_BM - 1) / ENG_BM));
+        grid = dim3((unsigned)((T + ENG_BM - 1) / ENG_BM), (unsigned)((N + ENG_BN - 1) / ENG_BN));
     } else {
-        int64_t rows_per_block = (int64_t)(g->threads / 32) * 8 * g->p[2];
-        grid = dim3((unsigned)((N + rows_per_block - 1) / rows_per_block), (unsigned)((T + 16 * g->p[1] - 1) / (16 * g->p[1])));
+        int narrow = g->p[0] == 2, tok = narrow ? 8 : 8 * g->p[1];
+        int64_t rows_per_block = (int64_t)(g->threads / 32) * (narrow ? 8 : 16) * g->p[2];
+        long need = (long)(g->threads / 32) * ENG_RING(g->p[2], g->p[3]) / (narrow ? 2 : 1);
+        if (g->dyn_smem < need)
+            return dsf_fail(e, "engram_wkv geometry %s: declares %d bytes of dynamic shared memory, its rings need %ld",
+                            g->name, g->dyn_smem, need);
+        // Token tiles vary fastest, so the blocks that share weight rows run together and re-read them from L2.
+        grid = dim3((unsigned)((T + tok - 1) / tok), (unsigned)((N + rows_per_block - 1) / rows_per_block));
     }
-    if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld tokens exceed the grid", (long long)T);
+    if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld tokens or %lld rows exceed the grid", (long long)T, (long long)N);
     if (g->dyn_smem > 48 * 1024)
         DSF_CUDA_TRY(e, cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, g->dyn_smem));
     fn<<<grid, g->threads, g->dyn_smem, (cudaStream_t)stream>>>(xq, xs, w, ws, y, T, N, K, fault);
