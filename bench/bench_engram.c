@@ -155,8 +155,8 @@ static void bench_gpu(void) {
     if (dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G.codes, G.scales, G.xq, G.xs, TMAX, K, &e)) exit(1);
     printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
     static const dsf_geom geoms[] = {
-        {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}}, {"narrow_t32_w1_u4", 32, 4096, {2, 1, 1, 4}},
-        {"narrow_t32_w2_u4", 32, 8192, {2, 1, 2, 4}},    {"narrow_t32_w2_u8", 32, 16384, {2, 1, 2, 8}},
+        {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}}, {"narrow_t64_w4_u4", 64, 32768, {2, 1, 4, 4}},
+        {"narrow_t32_w2_u4", 32, 8192, {2, 1, 2, 4}},    {"narrow_t32_w8_u4", 32, 32768, {2, 1, 8, 4}},
         {"narrow_t32_w4_u4", 32, 16384, {2, 1, 4, 4}},   {"direct_t32_x2_w1_u4", 32, 8192, {0, 2, 1, 4}},
         {"tiled_t256", 256, 0, {1, 0, 0, 0}},
     };

@@ -169,7 +169,7 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
 // The engine's geometries: embed_quant, wkv (direct, decode), wkv (tiled, prefill), gate.
 static const dsf_geom engine_geoms[] = {
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
-    {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}},
+    {"narrow_t32_w4_u4", 32, 16384, {2, 1, 4, 4}},
     {"tiled_t256", 256, 0, {1, 0, 0, 0}},
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
 };

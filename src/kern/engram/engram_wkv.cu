@@ -237,8 +237,13 @@ __global__ void __launch_bounds__(256) eng_wkv_narrow(const uint8_t *__restrict_
         int lim = bt < nb ? (KB - bt * U < U ? KB - bt * U : U) : 0;
         uint8_t *st = ring + (bt % ENG_DS) * STAGE;
         size_t off = (size_t)bt * (U * 32);
+        if (lim == U) {
 #pragma unroll
-        for (int c = 0; c < CH; c++) eng_cp16(st + dst[c], src[c] + (blk[c] < lim ? off : 0), blk[c] < lim ? 16 : 0);
+            for (int c = 0; c < CH; c++) eng_cp16(st + dst[c], src[c] + off, 16);
+        } else {
+#pragma unroll
+            for (int c = 0; c < CH; c++) eng_cp16(st + dst[c], src[c] + (blk[c] < lim ? off : 0), blk[c] < lim ? 16 : 0);
+        }
         asm volatile("cp.async.commit_group;\n");
     };
     // A stage's weight scales (lane: tile lane / U, block lane % U), token codes and token scales, a stage ahead.
@@ -413,7 +418,7 @@ static wkv_fn pick(const dsf_geom *g) {
         if (mw == 1 && u == 4) return eng_wkv_narrow<1, 4>;
         if (mw == 2 && u == 4) return eng_wkv_narrow<2, 4>;
         if (mw == 4 && u == 4) return eng_wkv_narrow<4, 4>;
-        if (mw == 2 && u == 8) return eng_wkv_narrow<2, 8>;
+        if (mw == 8 && u == 4) return eng_wkv_narrow<8, 4>;
         return NULL;
     }
 #define ENG_PICK(X, W, U)                                                                                             \
