@@ -68,7 +68,7 @@ DSF_ENG_RUN(wkv_cuda_wrong, wkv_cuda, DSF_ENG_WRONG)
 DSF_ENG_RUN(wkv_cuda_batch, wkv_cuda, DSF_ENG_BATCH)
 DSF_ENG_ATTRS(wkv_attrs, 1, DSF_ENG_REAL)
 
-// CUDA {name, threads, dyn smem (direct: rings), {0 direct | 1 tiled, n8 token tiles (x), m16 weight tiles (w), u}}.
+// CUDA {name, threads, dyn smem, {0 direct | 1 tiled | 2 narrow, n8 token tiles, weight tiles, blocks a stage}}.
 static const dsf_geom wkv_cuda_geoms[] = {
     {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}},     {"direct_t128_x1_w1_u8", 128, 65536, {0, 1, 1, 8}},
     {"direct_t64_x1_w2_u4", 64, 32768, {0, 1, 2, 4}},    {"direct_t64_x2_w1_u4", 64, 16384, {0, 2, 1, 4}},

@@ -1,82 +1,6 @@
 // engram_wkv on CUDA: per 32-block of K, e4m3 codes become f16 (exact) for two m16n8k16 mma; fp32 promotion in K order.
 #include "kern/cuda_check.h"
-#include "kern/engram/engram_internal.h"
-
-// Four e4m3 codes (bytes 0..3 of v) as two f16 pairs: lo = bytes 0, 1; hi = bytes 2, 3 (exact: f16 holds every e4m3).
-__device__ __forceinline__ void eng_f16x4(uint32_t v, uint32_t &lo, uint32_t &hi) {
-    asm("{\n.reg .b16 a, b;\nmov.b32 {a, b}, %2;\ncvt.rn.f16x2.e4m3x2 %0, a;\ncvt.rn.f16x2.e4m3x2 %1, b;\n}\n"
-        : "=r"(lo), "=r"(hi)
-        : "r"(v));
-}
-
-// A token's 8 codes of a block (bytes 8q..8q+7) as the B fragments of the block's two mma: {b0, b1} then {b2, b3}.
-__device__ __forceinline__ void eng_bfrag(uint2 x, uint32_t b[4]) {
-    eng_f16x4(x.x, b[0], b[1]);
-    eng_f16x4(x.y, b[2], b[3]);
-}
-
-__device__ __forceinline__ void eng_hmma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1, const float c[4]) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%10,%11,%12,%13};\n"
-                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]),
-                   "f"(c[3]));
-}
-
-// Weight rows g, g+8 (lo, hi), bytes 8q..8q+7 of a block, as the A fragments of its two mma (slots 2q, 2q+8 first).
-__device__ __forceinline__ void eng_afrag(uint2 lo, uint2 hi, uint32_t a[8]) {
-    eng_f16x4(lo.x, a[0], a[2]);
-    eng_f16x4(hi.x, a[1], a[3]);
-    eng_f16x4(lo.y, a[4], a[6]);
-    eng_f16x4(hi.y, a[5], a[7]);
-}
-
-// One block's exact-input product (C = 0): bytes 8q..8q+3 of both operands in the first mma, 8q+4..8q+7 in the second.
-__device__ __forceinline__ void eng_block(const uint32_t a[8], const uint32_t b[4], float d[4]) {
-    const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    eng_hmma(d, a, b[0], b[1], z);
-    eng_hmma(d, a + 4, b[2], b[3], d);
-}
-
-// dsf_e8m0_to_f32 without branches (selects), so the scale loads before it are not serialised behind them.
-__device__ __forceinline__ float eng_e8m0(uint32_t b) {
-    b &= 0xFFu;
-    uint32_t bits = b == 0 ? 0x00400000u : b << 23;
-    return __uint_as_float(b == 0xFFu ? 0x7FC00000u : bits);
-}
-
-// Promotion of one block's product: acc = fma(d, sa*sw, acc) (columns = tokens 2q, 2q+1); sa*sw is exact.
-__device__ __forceinline__ void eng_promote(float acc[4], const float d[4], float sa0, float sa1, float sw) {
-    float s0 = __fmul_rn(sa0, sw), s1 = __fmul_rn(sa1, sw);
-    acc[0] = __fmaf_rn(d[0], s0, acc[0]);
-    acc[1] = __fmaf_rn(d[1], s1, acc[1]);
-    acc[2] = __fmaf_rn(d[2], s0, acc[2]);
-    acc[3] = __fmaf_rn(d[3], s1, acc[3]);
-}
-
-// Output (token t, row n); the skip control never writes the last row's last output.
-__device__ __forceinline__ void eng_store(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n, float v, int fault) {
-    if (t >= T || n >= N || (fault == DSF_ENG_SKIP && t == T - 1 && n == N - 1)) return;
-    y[t * N + n] = dsf_bf16_from_f32(v);
-}
-
-// An m16n8 accumulator tile: rows n, n+8 (weights) by columns t, t+1 (tokens).
-__device__ __forceinline__ void eng_store_tile(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n,
-                                               const float a[4], int fault) {
-    eng_store(y, T, N, t, n, a[0], fault);
-    eng_store(y, T, N, t + 1, n, a[1], fault);
-    eng_store(y, T, N, t, n + 8, a[2], fault);
-    eng_store(y, T, N, t + 1, n + 8, a[3], fault);
-}
-
-__device__ __forceinline__ void eng_cp16(void *smem, const void *gmem, int bytes) {
-    unsigned d = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(bytes));
-}
-
-// Stages of each warp's ring in the direct kernel, and the ring's bytes: stages x blocks x weight rows x 32.
-#define ENG_DS 4
-#define ENG_RING(MW, U) (ENG_DS * (U) * 16 * (MW) * 32)
+#include "kern/engram/engram_mma.cuh"
 
 // Direct kernel (decode): a warp owns MW m16 weight tiles x NT n8 token tiles, U blocks a stage through its own ring.
 template <int NT, int MW, int U>
@@ -205,113 +129,6 @@ __global__ void __launch_bounds__(256) eng_wkv_direct(const uint8_t *__restrict_
         for (int i = 0; i < NT; i++) eng_store_tile(y, T, N, t0 + 8 * i + 2 * q, n0 + 16 * j + g, acc[j][i], fault);
 }
 
-// Narrow kernel (decode, 8 tokens a warp): tokens are the A operand (rows 8-15 zero), MW n8 weight tiles the B operand.
-// The k slots get the same bytes as in the other kernels; an output (token, row) is the same dot product, transposed.
-template <int MW, int U>
-__global__ void __launch_bounds__(256) eng_wkv_narrow(const uint8_t *__restrict__ xq, const uint8_t *__restrict__ xs,
-                                                       const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
-                                                       uint16_t *__restrict__ y, int64_t T, int64_t N, int64_t K,
-                                                       int fault) {
-    enum { ROWS = 8 * MW, CPR = 2 * U, CH = ROWS * CPR / 32, STAGE = U * ROWS * 32 };
-    static_assert(MW * U <= 32 && (ROWS * CPR) % 32 == 0, "scale prefetch lanes; whole chunks a lane");
-    extern __shared__ __align__(16) uint8_t eng_dyn[];
-    int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-    int64_t warp = (int64_t)blockIdx.y * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    int64_t n0 = warp * ROWS, t = (int64_t)blockIdx.x * 8 + g;
-    if (n0 >= N) return;
-    uint8_t *ring = eng_dyn + (threadIdx.x >> 5) * ENG_DS * STAGE;
-    int KB = (int)(K / 32), nb = (KB + U - 1) / U;
-    int split = (fault == DSF_ENG_GEOM && MW >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
-    const uint8_t *ar = xq + (t < T ? t : T - 1) * K + 8 * q, *sr = xs + (t < T ? t : T - 1) * KB;
-    const uint8_t *src[CH];
-    int dst[CH], blk[CH];
-#pragma unroll
-    for (int c = 0; c < CH; c++) {
-        int idx = lane + 32 * c, r = idx / CPR, k = idx % CPR;
-        int64_t n = n0 + r;
-        src[c] = w + (n < N ? n : N - 1) * K + 16 * k;
-        dst[c] = ((k / 2) * ROWS + r) * 32 + 16 * (k % 2);
-        blk[c] = k / 2;
-    }
-    auto issue = [&](int bt) {
-        int lim = bt < nb ? (KB - bt * U < U ? KB - bt * U : U) : 0;
-        uint8_t *st = ring + (bt % ENG_DS) * STAGE;
-        size_t off = (size_t)bt * (U * 32);
-        if (lim == U) {
-#pragma unroll
-            for (int c = 0; c < CH; c++) eng_cp16(st + dst[c], src[c] + off, 16);
-        } else {
-#pragma unroll
-            for (int c = 0; c < CH; c++) eng_cp16(st + dst[c], src[c] + (blk[c] < lim ? off : 0), blk[c] < lim ? 16 : 0);
-        }
-        asm volatile("cp.async.commit_group;\n");
-    };
-    // A stage's weight scales (lane: tile lane / U, block lane % U), token codes and token scales, a stage ahead.
-    int64_t ws_n = n0 + 8 * (lane / U);
-    const uint8_t *ws_row = ws + ((ws_n < N ? ws_n : N - 1) / 32) * KB + lane % U;
-    auto load = [&](int bt, float &sw, uint2 (&xf)[U], float (&sa)[U]) {
-        uint32_t v = bt < nb && bt * U + lane % U < KB ? __ldg(ws_row + bt * U) : 127;
-        sw = eng_e8m0(fault == DSF_ENG_WRONG ? v + 1 : v);
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            int kb = bt * U + u < KB ? bt * U + u : KB - 1;
-            xf[u] = __ldg((const uint2 *)(ar + (size_t)kb * 32));
-            sa[u] = eng_e8m0(__ldg(sr + kb));
-        }
-    };
-    float acc[MW][2];
-#pragma unroll
-    for (int j = 0; j < MW; j++) acc[j][0] = acc[j][1] = 0.0f;
-    auto stage = [&](int bt, int lim, float sw_all, const uint2 (&xf)[U], const float (&sa)[U]) {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(ENG_DS - 2));
-        __syncwarp();
-        issue(bt + ENG_DS - 1);
-        const uint8_t *st = ring + (bt % ENG_DS) * STAGE;
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            if (u >= lim) break;
-            if (split && bt * U + u == KB / 2)
-#pragma unroll
-                for (int j = 0; j < MW; j++) acc[j][0] = dsf_bf16_round(acc[j][0]), acc[j][1] = dsf_bf16_round(acc[j][1]);
-            uint32_t a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            eng_f16x4(xf[u].x, a[0], a[2]);
-            eng_f16x4(xf[u].y, a[4], a[6]);
-#pragma unroll
-            for (int j = 0; j < MW; j++) {
-                float s = __fmul_rn(sa[u], __shfl_sync(0xFFFFFFFFu, sw_all, j * U + u));
-                uint32_t b[4];
-                eng_bfrag(*(const uint2 *)(st + (u * ROWS + 8 * j + g) * 32 + 8 * q), b);
-                float d[4];
-                eng_block(a, b, d);
-                acc[j][0] = __fmaf_rn(d[0], s, acc[j][0]);
-                acc[j][1] = __fmaf_rn(d[1], s, acc[j][1]);
-            }
-        }
-    };
-#pragma unroll
-    for (int s = 0; s < ENG_DS - 1; s++) issue(s);
-    float swc, swn;
-    uint2 xc[U], xn[U];
-    float sc[U], sn[U];
-    load(0, swc, xc, sc);
-    int full = KB / U;
-    for (int bt = 0; bt < full; bt++) {
-        load(bt + 1, swn, xn, sn);
-        stage(bt, U, swc, xc, sc);
-        swc = swn;
-#pragma unroll
-        for (int u = 0; u < U; u++) xc[u] = xn[u], sc[u] = sn[u];
-    }
-    if (full < nb) stage(full, KB - full * U, swc, xc, sc);
-    asm volatile("cp.async.wait_group 0;\n");
-#pragma unroll
-    for (int j = 0; j < MW; j++) {
-        int64_t n = n0 + 8 * j + 2 * q;
-        eng_store(y, T, N, t, n, acc[j][0], fault);
-        eng_store(y, T, N, t, n + 1, acc[j][1], fault);
-    }
-}
-
 // Tiled kernel: 128 tokens x 128 rows a block, 8 warps (2 x 4: 64 tokens x 32 rows), stages of 2 K blocks (cp.async).
 #define ENG_BM 128
 #define ENG_BN 128
@@ -407,20 +224,11 @@ __global__ void __launch_bounds__(256) eng_wkv_tiled(const uint8_t *__restrict__
             eng_store_tile(y, T, N, t_base + wm * 64 + 8 * i + 2 * q, n_base + wn * 32 + 16 * j + g, acc[j][i], fault);
 }
 
-typedef void (*wkv_fn)(const uint8_t *, const uint8_t *, const uint8_t *, const uint8_t *, uint16_t *, int64_t,
-                       int64_t, int64_t, int);
-
-// Geometry p[0]: 0 direct, 1 tiled; direct p[1] n8 token tiles a warp, p[2] m16 weight tiles, p[3] blocks a batch.
+// Geometry p[0]: 0 direct, 1 tiled, 2 narrow; p[1] n8 token tiles a warp, p[2] weight tiles, p[3] blocks a stage.
 static wkv_fn pick(const dsf_geom *g) {
     if (g->p[0] == 1) return eng_wkv_tiled;
     int nt = g->p[1], mw = g->p[2], u = g->p[3];
-    if (g->p[0] == 2) {
-        if (mw == 1 && u == 4) return eng_wkv_narrow<1, 4>;
-        if (mw == 2 && u == 4) return eng_wkv_narrow<2, 4>;
-        if (mw == 4 && u == 4) return eng_wkv_narrow<4, 4>;
-        if (mw == 8 && u == 4) return eng_wkv_narrow<8, 4>;
-        return NULL;
-    }
+    if (g->p[0] == 2) return dsf_eng_decode_fn(g);
 #define ENG_PICK(X, W, U)                                                                                             \
     if (nt == X && mw == W && u == U) return eng_wkv_direct<X, W, U>;
     ENG_PICK(1, 1, 4) ENG_PICK(1, 1, 8) ENG_PICK(1, 2, 4) ENG_PICK(1, 2, 8) ENG_PICK(2, 1, 4) ENG_PICK(4, 2, 4)
@@ -447,7 +255,7 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
     } else {
         int narrow = g->p[0] == 2, tok = narrow ? 8 : 8 * g->p[1];
         int64_t rows_per_block = (int64_t)(g->threads / 32) * (narrow ? 8 : 16) * g->p[2];
-        long need = (long)(g->threads / 32) * ENG_RING(g->p[2], g->p[3]) / (narrow ? 2 : 1);
+        long need = narrow ? dsf_eng_decode_smem(g) : (long)(g->threads / 32) * ENG_RING(g->p[2], g->p[3]);
         if (g->dyn_smem < need)
             return dsf_fail(e, "engram_wkv geometry %s: declares %d bytes of dynamic shared memory, its rings need %ld",
                             g->name, g->dyn_smem, need);
