@@ -1,4 +1,4 @@
-// Compressor speed: decode (1, 8, 64 streams), 4096-token prefill, vs copy bandwidth and fp32 FMA rate; docs/perf.md.
+// Compressor speed: decode (1, 8, 64 streams; q = at a non-emitting position), 4096-token prefill; docs/perf.md.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
         {"v4_r4", 4, 1, 0, 4096, 512, DSF_CMP_Q_FP8_NOPE},   {"v4_r4_idx", 4, 1, 0, 4096, 128, DSF_CMP_Q_HAD_FP4},
         {"v4_r128", 128, 0, 0, 4096, 512, DSF_CMP_Q_FP8_NOPE},
     };
-    const int rows_of[] = {1, 8, 64, 4096};
+    const int rows_of[] = {1, 8, 64, 4096, 1, 8, 64};
     bctx c;
     memset(&c, 0, sizeof c);
     CK(cudaStreamCreate(&c.st));
@@ -100,8 +100,9 @@ int main(int argc, char **argv) {
             L->w.ape = ape;
         }
         if (L->ik) L->w.wk = dev_rand((size_t)L->ik * v->d), L->w.k_norm = dev_rand((size_t)L->ik);
-        for (int ri = 0; ri < 4; ri++) {
-            int rows = rows_of[ri], S = ri == 3 ? 1 : rows, len = rows / S;
+        for (int ri = 0; ri < 7; ri++) {
+            int rows = rows_of[ri], S = ri == 3 ? 1 : rows, len = rows / S, quiet = ri > 3;
+            if (quiet && v->ratio == 1) continue;
             int64_t E = dsf_cmp_entry_slots(v->ratio, len);
             size_t rf = dsf_cmp_ring_floats(L);
             int32_t *row0 = malloc(sizeof(int32_t) * (S + 1));
@@ -114,7 +115,7 @@ int main(int argc, char **argv) {
             for (int s = 0; s <= S; s++) {
                 row0[s] = s * len;
                 if (s == S) break;
-                pos[s] = ri == 3 ? 0 : (int64_t)(1000 + s) * v->ratio + v->ratio - 1;
+                pos[s] = ri == 3 ? 0 : (int64_t)(1000 + s) * v->ratio + v->ratio - 1 - quiet;
                 j0[s] = pos[s] / v->ratio;
                 ptr[s] = rings + (size_t)s * rf, ptr[S + s] = kv + (size_t)(s * E * v->d), ptr[2 * S + s] = ik + s * E * 128;
             }
@@ -134,12 +135,12 @@ int main(int argc, char **argv) {
             CK(cudaMalloc(&c.scratch, c.scratch_bytes));
             CK(cudaMemset(c.scratch, 0, c.scratch_bytes));
             double us = time_us(c.st, run_cmp, &c);
-            int64_t em = ri == 3 ? rows / v->ratio : S;
+            int64_t em = ri == 3 ? rows / v->ratio : quiet ? 0 : S;
             double bytes = 2.0 * O * v->D + 2.0 * rows * v->D + (v->ratio > 1 ? 4.0 * O * (rows < S * L->cap ? rows : S * L->cap) : 0) +
-                           2.0 * em * (v->d + L->ik) + (L->ik ? 2.0 * L->ik * v->d : 0) +
+                           2.0 * em * (v->d + L->ik) + (L->ik && em ? 2.0 * L->ik * v->d : 0) +
                            (ri == 3 ? 0.0 : 8.0 * em * v->d * ((v->overlap ? 2 : 1) * v->ratio - 1));
             double flops = 2.0 * rows * O * v->D + 2.0 * em * L->ik * v->d;
-            printf("%-10s %5d %10.2f %10.2f %10.3f %9.0f %8.2f %8.2f %8.2f\n", v->name, rows, us, bytes / 1e6, flops / 1e9,
+            printf("%-10s %4d%c %10.2f %10.2f %10.3f %9.0f %8.2f %8.2f %8.2f\n", v->name, rows, quiet ? 'q' : ' ', us, bytes / 1e6, flops / 1e9,
                    bytes / (us * 1e3), (bytes / (copy_gbs * 1e3)) / us, flops / (us * 1e6), flops / (us * 1e6) / fma_tf);
             cudaFree(c.scratch), cudaFree(x), cudaFree(d_row0), cudaFree(d_pos), cudaFree(d_j0), cudaFree(d_ptr);
             cudaFree(rings), cudaFree(kv), cudaFree(ik);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine, from build-dev (tools/device_build): compressor tests, contract and benchmark; a table last.
+# On the GPU machine, from build-dev (tools/device_build) or a folder of those binaries: tests, contract, bench.
 set -uo pipefail
 out=${OUT:-out}
 b=${1:-build-dev}
@@ -16,11 +16,13 @@ if [ -x "$b"/bench_compress_base ]; then
     timeout 35 "$b"/bench_compress_base >"$out/bench_base.txt" 2>&1
     echo "bench_base rc=$?"
 fi
-timeout 50 python3 bench/bench_compress_torch.py "$out/bench.txt" >"$out/torch.txt" 2>&1
+t=bench/bench_compress_torch.py
+[ -f "$b/bench_compress_torch.py" ] && t=$b/bench_compress_torch.py
+timeout 50 python3 "$t" "$out/bench.txt" >"$out/torch.txt" 2>&1
 echo "torch rc=$?"
 grep -v '^ *$' "$out/contract.log" | grep -vE '^(cpu|cuda):' | grep -v ' pass ' | head -20
 tail -n 3 "$out/test.log"
-cat "$out/bench_base.txt" 2>/dev/null | tail -n 21
+cat "$out/bench_base.txt" 2>/dev/null | tail -n 33
 cat "$out/bench.txt"
 tail -n 21 "$out/torch.txt"
 grep -E '^SUMMARY' "$out/contract.log"

@@ -3,7 +3,7 @@
 #include "kern/cuda_check.h"
 
 // Counters: arrivals, departures, then one ticket per row; then ws [rows, O] and pooled channels [64, d].
-enum { CTR_BYTES = 512, KU = 10 };
+enum { CTR_BYTES = 512 };
 
 // Whether token p of segment s emits entry j (by the fault's rule); -1 when it does not.
 __device__ static int64_t emitted_at(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t p, int fault) {
@@ -29,49 +29,78 @@ __device__ static unsigned load_acquire(const unsigned *p) {
     return v;
 }
 
-// GEMV of output o (warp) for rows t0..t0+nr-1: lane = one K slice, its weights loaded KU 16-byte vectors at a time.
+// Weights of one stage: KS 16-byte vectors of the lane's slice from k0 (zeros past the slice or without an output).
+__device__ static void load_stage(const uint16_t *w, int k0, int S, uint4 *wv) {
+#pragma unroll
+    for (int u = 0; u < KS; u++)
+        wv[u] = w && k0 + 8 * u < S ? __ldg((const uint4 *)(w + k0 + 8 * u)) : make_uint4(0, 0, 0, 0);
+}
+
+// GEMV of output o (warp), rows t0..t0+nr-1, lane = one K slice: weights double-buffered, x staged by the whole block.
 __device__ static void gemv_rows(const dsf_cmp_batch &b, const uint16_t *w, int D, int S, int64_t t0, int nr,
-                                 float *acc) {
-    const uint16_t *xs = b.x + t0 * D + (threadIdx.x & 31) * S;
-    for (int k0 = 0; k0 < S; k0 += 8 * KU) {
-        uint4 wv[KU];
+                                 float *acc, emit_smem &sm) {
+    int lane = threadIdx.x & 31, s8 = S / 8, kwp = XS_CAP / (nr * DSF_CMP_SLICES);
+    kwp -= !(kwp & 1);
+    int kw = (s8 < kwp ? s8 : kwp) / KS * KS;
+    kw = kw < KS ? KS : kw;
+    uint4 wv[KS], wn[KS];
+    load_stage(w, 0, S, wv);
+    for (int u0 = 0; u0 < s8; u0 += KS) {
+        load_stage(w, 8 * (u0 + KS), S, wn);
+        if (u0 % kw == 0) {
+            __syncthreads();
+            for (int i = threadIdx.x; i < nr * DSF_CMP_SLICES * kw; i += blockDim.x) {
+                int u = i % kw, sl = i / kw % DSF_CMP_SLICES, t = i / (kw * DSF_CMP_SLICES);
+                if (u0 + u < s8)
+                    sm.u.g.xs[(t * DSF_CMP_SLICES + sl) * kwp + u] = *(const uint4 *)(b.x + (t0 + t) * D + sl * S + 8 * (u0 + u));
+            }
+            __syncthreads();
+        }
+        const uint4 *xs = sm.u.g.xs + lane * kwp + u0 % kw; // an odd stride of 16-byte vectors: no bank conflicts
 #pragma unroll
-        for (int u = 0; u < KU; u++) wv[u] = k0 + 8 * u < S ? __ldg((const uint4 *)(w + k0 + 8 * u)) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-        for (int u = 0; u < KU; u++) {
-            if (k0 + 8 * u >= S) break;
+        for (int u = 0; u < KS; u++) {
+            if (!w || u0 + u >= s8) break;
             float wf[8];
-            uint4 xv[TCH];
             bf16x8(wv[u], wf);
-#pragma unroll
-            for (int t = 0; t < TCH; t++)
-                if (t < nr) xv[t] = *(const uint4 *)(xs + t * D + k0 + 8 * u);
 #pragma unroll
             for (int t = 0; t < TCH; t++) {
                 if (t >= nr) break;
                 float xf[8];
-                bf16x8(xv[t], xf);
+                bf16x8(xs[t * DSF_CMP_SLICES * kwp + u], xf);
 #pragma unroll
                 for (int i = 0; i < 8; i++) acc[t] = DSF_CMP_MADD(xf[i], wf[i], acc[t]);
             }
         }
+#pragma unroll
+        for (int u = 0; u < KS; u++) wv[u] = wn[u];
     }
 }
 
-// Fused decode: warp = one output, lane = one K slice; the last rows*pc blocks to arrive wait for all, then emit.
+// Emitter side of the grid-wide wait: thread 0 waits for the G projecting blocks; the last of the ne emitters resets.
+__device__ static void wait_projections(unsigned *ctr, unsigned G, unsigned ne) {
+    if (threadIdx.x == 0) {
+        while (load_acquire(ctr) < G) __nanosleep(32);
+        if (atomicAdd(ctr + 1, 1u) == ne - 1) ctr[0] = 0, ctr[1] = 0;
+    }
+    __syncthreads();
+    __threadfence();
+}
+
+// Fused decode: G blocks project and arrive; the rows*pc blocks after them prepare, wait for the G arrivals, emit.
 __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, float *pooled,
                                                     unsigned *ctr, int fault, int wide, int skip, int pc) {
     __shared__ emit_smem sm;
     int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, S = D / DSF_CMP_SLICES;
     int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, o = blockIdx.x * nw + warp;
-    if ((int)blockIdx.x * nw < O) {
+    int G = (O + nw - 1) / nw, ne = (int)b.rows * pc;
+    if ((int)blockIdx.x < G) {
         const uint16_t *w = o < O ? (o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D) + lane * S : NULL;
         for (int64_t t0 = 0; t0 < b.rows; t0 += TCH) {
             int nr = b.rows - t0 < TCH ? (int)(b.rows - t0) : TCH;
             float acc[TCH];
 #pragma unroll
             for (int t = 0; t < TCH; t++) acc[t] = 0.0f;
-            if (w) gemv_rows(b, w, D, S, t0, nr, acc);
+            gemv_rows(b, w, D, S, t0, nr, acc, sm);
 #pragma unroll
             for (int t = 0; t < TCH; t++) sm.u.part[warp][t][lane] = acc[t];
             __syncwarp();
@@ -82,31 +111,35 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
             }
             __syncwarp();
         }
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) atomicAdd(ctr, 1u);
+        return;
     }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) sm.ticket = atomicAdd(ctr, 1u);
-    __syncthreads();
-    int ne = (int)b.rows * pc, me = (int)sm.ticket - ((int)gridDim.x - ne);
-    if (me < 0) return;
-    if (threadIdx.x == 0) {
-        while (load_acquire(ctr) < gridDim.x) __nanosleep(32);
-        if (atomicAdd(ctr + 1, 1u) == (unsigned)ne - 1) ctr[0] = 0, ctr[1] = 0;
-    }
-    __syncthreads();
-    __threadfence();
+    int me = (int)blockIdx.x - G;
     int64_t row = me / pc;
     int s = seg_of(b, row), cw = L.d / pc, c0 = (me % pc) * cw;
     int64_t j = emitted_at(L, b, s, b.pos[s] + (row - b.row0[s]), fault);
+    int staged = 0;
+    if (j >= 0) {
+        emit_tokens(L, b, s, j, ws, O, fault, sm);
+        emit_prep(L, b, s, j, wide, sm);
+        if (L.ratio > 1) {
+            pool_stage(L, c0, pool_chunk(sm.n) < cw ? pool_chunk(sm.n) : cw, wide, 0, sm);
+            staged = 1;
+        }
+        for (int i = threadIdx.x * 64; L.ik && pc == 1 && i < L.ik * L.d; i += blockDim.x * 64)
+            asm volatile("prefetch.global.L1 [%0];" : : "l"(L.w.wk + i));
+    }
+    wait_projections(ctr, (unsigned)G, (unsigned)ne);
     if (j < 0) return;
-    emit_tokens(L, b, s, j, ws, O, fault, sm);
     if (pc == 1) {
-        pool_range(L, 0, L.d, wide, sm.v, sm);
-        emit_finish(L, b, s, j, fault, wide, sm);
+        pool_range(L, 0, L.d, wide, sm.v, staged, sm);
+        emit_finish(L, fault, sm);
         return;
     }
     float *dst = pooled + row * L.d;
-    pool_range(L, c0, c0 + cw, wide, dst + c0, sm);
+    pool_range(L, c0, c0 + cw, wide, dst + c0, staged, sm);
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -118,7 +151,7 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     __threadfence();
     for (int c = threadIdx.x; c < L.d; c += blockDim.x) sm.v[c] = __ldcg(dst + c);
     __syncthreads();
-    emit_finish(L, b, s, j, fault, wide, sm);
+    emit_finish(L, fault, sm);
 }
 
 // Tiled prefill, thread 8x8 in two 4-wide halves; K tiles stay inside a slice, slice partials folded left into Ts.
@@ -228,8 +261,9 @@ __global__ void __launch_bounds__(256) cmp_emit(dsf_cmp_layer L, dsf_cmp_batch b
     int64_t p = j * r + r - 1 + (fault == DSF_CMP_LATE ? 1 : 0);
     if (j < 0 || p < p0 || p >= p0 + len || emitted_at(L, b, s, p, fault) != j) return;
     emit_tokens(L, b, s, j, ws, dsf_cmp_proj_outputs_dev(L), fault, sm);
-    pool_range(L, 0, L.d, wide, sm.v, sm);
-    emit_finish(L, b, s, j, fault, wide, sm);
+    emit_prep(L, b, s, j, wide, sm);
+    pool_range(L, 0, L.d, wide, sm.v, 0, sm);
+    emit_finish(L, fault, sm);
 }
 
 // Prefill ring rows: the call's rows of the last cap positions of each segment, after the emissions read the ring.
@@ -313,7 +347,7 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         int opb = g->threads / 32, grid = (O + opb - 1) / opb, ne = (int)b->rows * pc;
         float *pooled = ws + (size_t)b->rows * (size_t)O;
         void *args[] = {&l, &bb, &ws, &pooled, &counter, &fault, &wide, &skip, &pc};
-        return launch((const void *)cmp_fused, dim3((unsigned)(grid > ne ? grid : ne)), g->threads, g->dyn_smem, stream,
+        return launch((const void *)cmp_fused, dim3((unsigned)(grid + ne)), g->threads, g->dyn_smem, stream,
                       args, "cmp_fused", e);
     }
     int bm = g->p[1] ? 64 : 32, kt16 = L->dim / DSF_CMP_SLICES % 16 == 0;

@@ -3,7 +3,7 @@
 // The compressor's emission on CUDA, by one block: tokens, staged pooling of a channel range, norm, key, RoPE, QDQ.
 #include "kern/compress/compress_internal.h"
 
-enum { TCH = 8, MAX_WARPS = 8, POOL_FLOATS = 8192, PU = 8 };
+enum { TCH = 8, MAX_WARPS = 8, POOL_FLOATS = 8192, PU = 8, KS = 5, XS_CAP = 1344 };
 
 __device__ __forceinline__ static int dsf_cmp_channels_dev(const dsf_cmp_layer &L) { return (L.overlap ? 2 : 1) * L.d; }
 __device__ __forceinline__ static int dsf_cmp_proj_outputs_dev(const dsf_cmp_layer &L) {
@@ -14,9 +14,17 @@ typedef struct emit_smem {
     union {
         float st[POOL_FLOATS];                          // pooling: scores (then weights) and kv of a channel chunk
         float part[MAX_WARPS][TCH][DSF_CMP_SLICES + 1]; // GEMVs: slice partials, lane t folds row or output t
+        struct {
+            float part[MAX_WARPS][TCH][DSF_CMP_SLICES + 1];
+            uint4 xs[XS_CAP]; // decode GEMV: a stage of x, [row][slice][odd stride] 16-byte vectors
+        } g;
     } u;
     float v[DSF_CMP_MAX_D], lat[DSF_CMP_MAX_D], k[DSF_CMP_MAX_IK], sl[DSF_CMP_SLICES], qs[DSF_CMP_MAX_D / 16], inv;
+    float2 cs[DSF_CMP_ROPE_DIM / 2], kcs[DSF_CMP_ROPE_DIM / 2]; // RoPE cosines and sines of the entry and its key
+    uint16_t nw[DSF_CMP_MAX_D], knw[DSF_CMP_MAX_IK];             // norm and k_norm weights
+    uint16_t *kvo, *iko;                                         // where the entry and its key go
     dsf_cmp_tok tok[2 * DSF_CMP_MAX_RATIO];
+    unsigned char cur[2 * DSF_CMP_MAX_RATIO]; // the token's row is this call's projection (ws), not the ring
     int n;
     unsigned ticket;
 } emit_smem;
@@ -30,11 +38,12 @@ __device__ static int seg_of(const dsf_cmp_batch &b, int64_t row) {
     return lo;
 }
 
-// The row of position q of segment s: this call's projection (ws) or the ring for earlier positions.
+// The row of position q of segment s: this call's projection (ws, *cur = 1) or the ring for earlier positions.
 __device__ static const float *row_of(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t q, const float *ws,
-                                      int O) {
+                                      int O, unsigned char *cur) {
     int64_t p0 = b.pos[s], len = b.row0[s + 1] - b.row0[s];
-    if (q >= p0 && q < p0 + len) return ws + (b.row0[s] + (q - p0)) * O;
+    *cur = q >= p0 && q < p0 + len;
+    if (*cur) return ws + (b.row0[s] + (q - p0)) * O;
     return b.ring[s] + (size_t)(q & (L.cap - 1)) * 2 * dsf_cmp_channels_dev(L);
 }
 
@@ -53,11 +62,9 @@ __device__ static void block_inv_rms(const float *v, int n, float eps, emit_smem
 }
 
 // RoPE of the last 64 of n dims, optional Hadamard, QDQ as dsf_cmp_qdq_block (scales per block, then per element).
-__device__ static void finish_dev(const dsf_cmp_layer &L, float *v, float *qs, int n, int64_t pos, int kind, int blk,
-                                  int had, int fault) {
+__device__ static void finish_dev(float *v, float *qs, int n, const float2 *cs, int kind, int blk, int had, int fault) {
     int t = threadIdx.x, nt = blockDim.x;
-    for (int i = t; i < DSF_CMP_ROPE_DIM / 2; i += nt)
-        dsf_cmp_rope_pair(v + n - DSF_CMP_ROPE_DIM + 2 * i, pos, L.freq[i]);
+    for (int i = t; i < DSF_CMP_ROPE_DIM / 2; i += nt) dsf_cmp_rope_rot(v + n - DSF_CMP_ROPE_DIM + 2 * i, cs[i].x, cs[i].y);
     __syncthreads();
     if (had) {
         for (int h = 1; h < n; h *= 2) {
@@ -88,38 +95,54 @@ __device__ static void emit_tokens(const dsf_cmp_layer &L, const dsf_cmp_batch &
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         int cur = !prev || i >= r;
         int64_t q = (j - (cur ? 0 : 1)) * r + (cur && prev ? i - r : i);
-        sm.tok[i].row = row_of(L, b, s, q, ws, O);
+        sm.tok[i].row = row_of(L, b, s, q, ws, O, &sm.cur[i]);
         sm.tok[i].off = cur && L.overlap ? L.d : 0;
     }
     if (threadIdx.x == 0) sm.n = n;
     __syncthreads();
 }
 
+// Stages scores and kv of channels a..a+ch-1 of the tokens whose row is in ws (want 1), the ring (0) or both (2).
+__device__ static void pool_stage(const dsf_cmp_layer &L, int a, int ch, int wide, int want, emit_smem &sm) {
+    int t = threadIdx.x, nt = blockDim.x, n = sm.n, C = dsf_cmp_channels_dev(L), nx = n * ch;
+    float *e = sm.u.st, *kv = sm.u.st + POOL_FLOATS / 2;
+    for (int x0 = t; x0 < nx; x0 += PU * nt) {
+        float sv[PU], kvv[PU];
+        int ls[PU], lk[PU];
+#pragma unroll
+        for (int u = 0; u < PU; u++) {
+            int x = x0 + u * nt, i = x / ch, c = x - i * ch, iv = wide ? n - 1 - i : i;
+            const dsf_cmp_tok *tk = &sm.tok[x < nx ? i : 0], *tv = &sm.tok[x < nx ? iv : 0];
+            ls[u] = x < nx && (want == 2 || sm.cur[i] == want);
+            lk[u] = x < nx && (want == 2 || sm.cur[iv] == want);
+            sv[u] = ls[u] ? __ldcg(tk->row + C + tk->off + a + c) : 0.0f;
+            kvv[u] = lk[u] ? __ldcg(tv->row + tv->off + a + c) : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < PU; u++) {
+            if (ls[u]) e[x0 + u * nt] = sv[u];
+            if (lk[u]) kv[x0 + u * nt] = kvv[u];
+        }
+    }
+}
+
+// The channels a chunk of pooling stages at once (the emitter may stage the ring's part of the first before waiting).
+__device__ static int pool_chunk(int n) { return (POOL_FLOATS / 2 / n) / 32 * 32; }
+
 // Pools channels c0..c1-1 into dst as dsf_cmp_pool does (same operations, same order), a staged chunk at a time.
-__device__ static void pool_range(const dsf_cmp_layer &L, int c0, int c1, int wide, float *dst, emit_smem &sm) {
-    int t = threadIdx.x, nt = blockDim.x, n = sm.n, C = dsf_cmp_channels_dev(L);
+__device__ static void pool_range(const dsf_cmp_layer &L, int c0, int c1, int wide, float *dst, int ring_staged,
+                                  emit_smem &sm) {
+    int t = threadIdx.x, nt = blockDim.x, n = sm.n;
     if (L.ratio == 1) {
         for (int c = c0 + t; c < c1; c += nt) dst[c - c0] = dsf_bf16_round(__ldcg(sm.tok[0].row + c));
         __syncthreads();
         return;
     }
-    int cw = (POOL_FLOATS / 2 / n) / 32 * 32;
+    int cw = pool_chunk(n);
     float *e = sm.u.st, *kv = sm.u.st + POOL_FLOATS / 2;
     for (int a = c0; a < c1; a += cw) {
         int ch = c1 - a < cw ? c1 - a : cw, nx = n * ch;
-        for (int x0 = t; x0 < nx; x0 += PU * nt) {
-            float sv[PU], kvv[PU];
-#pragma unroll
-            for (int u = 0; u < PU; u++) {
-                int x = x0 + u * nt, i = x / ch, c = x - i * ch;
-                const dsf_cmp_tok *tk = &sm.tok[x < nx ? i : 0], *tv = &sm.tok[x < nx ? (wide ? n - 1 - i : i) : 0];
-                sv[u] = x < nx ? __ldcg(tk->row + C + tk->off + a + c) : 0.0f;
-                kvv[u] = x < nx ? __ldcg(tv->row + tv->off + a + c) : 0.0f;
-            }
-#pragma unroll
-            for (int u = 0; u < PU; u++)
-                if (x0 + u * nt < nx) e[x0 + u * nt] = sv[u], kv[x0 + u * nt] = kvv[u];
-        }
+        pool_stage(L, a, ch, wide, a == c0 && ring_staged ? 1 : 2, sm);
         __syncthreads();
         for (int c = t; c < ch; c += nt) {
             float m = -INFINITY;
@@ -198,26 +221,40 @@ __device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
     __syncthreads();
 }
 
-// Entry j of segment s from its pooled values in sm.v, by the whole block: norm, index key, RoPE, quantise, write.
-__device__ static void emit_finish(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, int fault,
-                                   int wide, emit_smem &sm) {
-    int t = threadIdx.x, nt = blockDim.x, d = L.d, r = L.ratio;
+// What entry j of segment s needs besides its pooled values: weights, RoPE tables, destinations; ends synced.
+__device__ static void emit_prep(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, int wide,
+                                 emit_smem &sm) {
+    int t = threadIdx.x, nt = blockDim.x, r = L.ratio;
+    for (int c = t; c < L.d; c += nt) sm.nw[c] = L.w.norm[c];
+    for (int o = t; o < L.ik; o += nt) sm.knw[o] = L.w.k_norm[o];
+    for (int i = t; i < DSF_CMP_ROPE_DIM / 2; i += nt) {
+        float a = dsf_cmp_rope_angle(j * r + (r == 1 && wide ? 1 : 0), L.freq[i]), k = dsf_cmp_rope_angle(j * r, L.freq[i]);
+        sm.cs[i] = make_float2(cosf(a), sinf(a));
+        sm.kcs[i] = make_float2(cosf(k), sinf(k));
+    }
+    if (t == 0) {
+        sm.kvo = b.kv[s] + (size_t)(j - b.j0[s]) * L.d;
+        sm.iko = L.ik ? b.ik[s] + (size_t)(j - b.j0[s]) * L.ik : NULL;
+    }
+    __syncthreads();
+}
+
+// Entry j from its pooled values in sm.v and emit_prep's sm, by the whole block: norm, index key, RoPE, QDQ, write.
+__device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem &sm) {
+    int t = threadIdx.x, nt = blockDim.x, d = L.d;
     block_inv_rms(sm.v, d, L.eps, sm);
-    for (int c = t; c < d; c += nt) sm.v[c] = sm.lat[c] = dsf_cmp_norm_elem(sm.v[c], sm.inv, L.w.norm[c]);
+    for (int c = t; c < d; c += nt) sm.v[c] = sm.lat[c] = dsf_cmp_norm_elem(sm.v[c], sm.inv, sm.nw[c]);
     __syncthreads();
     int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
-    finish_dev(L, sm.v, sm.qs, d, j * r + (r == 1 && wide ? 1 : 0), kind, kind == 0 ? 64 : kind == 1 ? 32 : 16, kind == 1,
-               fault);
-    uint16_t *out = b.kv[s] + (size_t)(j - b.j0[s]) * d;
-    for (int c = t; c < d; c += nt) out[c] = dsf_bf16_from_f32(sm.v[c]);
+    finish_dev(sm.v, sm.qs, d, sm.cs, kind, kind == 0 ? 64 : kind == 1 ? 32 : 16, kind == 1, fault);
+    for (int c = t; c < d; c += nt) sm.kvo[c] = dsf_bf16_from_f32(sm.v[c]);
     if (!L.ik) return;
     index_key(L, sm);
     block_inv_rms(sm.k, L.ik, L.eps, sm);
-    for (int o = t; o < L.ik; o += nt) sm.k[o] = dsf_cmp_norm_elem(sm.k[o], sm.inv, L.w.k_norm[o]);
+    for (int o = t; o < L.ik; o += nt) sm.k[o] = dsf_cmp_norm_elem(sm.k[o], sm.inv, sm.knw[o]);
     __syncthreads();
-    finish_dev(L, sm.k, sm.qs, L.ik, j * r, 1, 32, 0, fault);
-    uint16_t *ko = b.ik[s] + (size_t)(j - b.j0[s]) * L.ik;
-    for (int o = t; o < L.ik; o += nt) ko[o] = dsf_bf16_from_f32(sm.k[o]);
+    finish_dev(sm.k, sm.qs, L.ik, sm.kcs, 1, 32, 0, fault);
+    for (int o = t; o < L.ik; o += nt) sm.iko[o] = dsf_bf16_from_f32(sm.k[o]);
     __syncthreads();
 }
 

@@ -83,13 +83,25 @@ DSF_HD float dsf_cmp_norm_elem(float v, float inv, uint16_t w)
     return dsf_bf16_round(DSF_CMP_MUL(DSF_CMP_MUL(v, inv), dsf_bf16_to_f32(w)));
 }
 
+// RoPE's angle of a pair: fp32(pos) * f in fp32.
+DSF_HD float dsf_cmp_rope_angle(int64_t pos, float f)
+{
+    return DSF_CMP_MUL((float)pos, f);
+}
+
+// Rotates the interleaved pair (v[0], v[1]) by the angle of cosine c and sine s, each part rounded to bf16.
+DSF_HD void dsf_cmp_rope_rot(float *v, float c, float s)
+{
+    float a = v[0], b = v[1];
+    v[0] = dsf_bf16_round(DSF_CMP_SUB(DSF_CMP_MUL(a, c), DSF_CMP_MUL(b, s)));
+    v[1] = dsf_bf16_round(DSF_CMP_ADD(DSF_CMP_MUL(a, s), DSF_CMP_MUL(b, c)));
+}
+
 // Rotates the interleaved pair (v[0], v[1]) by fp32(pos) * f as a complex64 product, each part rounded to bf16.
 DSF_HD void dsf_cmp_rope_pair(float *v, int64_t pos, float f)
 {
-    float ang = DSF_CMP_MUL((float)pos, f);
-    float c = cosf(ang), s = sinf(ang), a = v[0], b = v[1];
-    v[0] = dsf_bf16_round(DSF_CMP_SUB(DSF_CMP_MUL(a, c), DSF_CMP_MUL(b, s)));
-    v[1] = dsf_bf16_round(DSF_CMP_ADD(DSF_CMP_MUL(a, s), DSF_CMP_MUL(b, c)));
+    float ang = dsf_cmp_rope_angle(pos, f);
+    dsf_cmp_rope_rot(v, cosf(ang), sinf(ang));
 }
 
 // QDQ of one block of n bf16 values in place: kind 0 act_quant (ue8m0), 1 FP4 E8M0, 2 FP4 E4M3.
