@@ -180,7 +180,7 @@ __device__ static void bf16x8(uint4 u, float *f) {
 
 // Index key from sm.lat into sm.k: a warp takes TCH outputs at a time, lane = slice, lane u folds output u in order.
 __device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
-    enum { MS = DSF_CMP_MAX_D / DSF_CMP_SLICES };
+    enum { MS = DSF_CMP_MAX_D / DSF_CMP_SLICES, KO = 4 };
     int d = L.d, S = d / DSF_CMP_SLICES, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     int vec = S % 8 == 0 && ((uintptr_t)L.w.wk & 15) == 0;
     float x[MS];
@@ -189,23 +189,34 @@ __device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
     for (int o0 = warp * TCH; o0 < L.ik; o0 += nw * TCH) {
         float p[TCH];
 #pragma unroll
-        for (int u = 0; u < TCH; u++) {
-            const uint16_t *w = L.w.wk + (size_t)(o0 + u) * d + lane * S;
-            float wf[MS];
-            p[u] = 0.0f;
-            if (o0 + u >= L.ik) continue;
-            if (vec) {
+        for (int h = 0; h < TCH; h += KO) {
+            uint4 wv[KO][MS / 8]; // the loads of KO outputs are all in flight before their FMAs
+#pragma unroll
+            for (int u = 0; u < KO; u++)
 #pragma unroll
                 for (int k = 0; k < MS; k += 8)
-                    if (k < S) bf16x8(__ldg((const uint4 *)(w + k)), wf + k);
-            } else {
+                    wv[u][k / 8] = vec && o0 + h + u < L.ik && k < S
+                                       ? __ldg((const uint4 *)(L.w.wk + (size_t)(o0 + h + u) * d + lane * S + k))
+                                       : make_uint4(0, 0, 0, 0);
+#pragma unroll
+            for (int u = 0; u < KO; u++) {
+                const uint16_t *w = L.w.wk + (size_t)(o0 + h + u) * d + lane * S;
+                float wf[MS];
+                p[h + u] = 0.0f;
+                if (o0 + h + u >= L.ik) continue;
+                if (vec) {
+#pragma unroll
+                    for (int k = 0; k < MS; k += 8)
+                        if (k < S) bf16x8(wv[u][k / 8], wf + k);
+                } else {
+#pragma unroll
+                    for (int k = 0; k < MS; k++)
+                        if (k < S) wf[k] = dsf_bf16_to_f32(w[k]);
+                }
 #pragma unroll
                 for (int k = 0; k < MS; k++)
-                    if (k < S) wf[k] = dsf_bf16_to_f32(w[k]);
+                    if (k < S) p[h + u] = DSF_CMP_MADD(x[k], wf[k], p[h + u]);
             }
-#pragma unroll
-            for (int k = 0; k < MS; k++)
-                if (k < S) p[u] = DSF_CMP_MADD(x[k], wf[k], p[u]);
         }
 #pragma unroll
         for (int u = 0; u < TCH; u++) sm.u.part[warp][u][lane] = p[u];
