@@ -8,6 +8,7 @@
 #include "base/formats.h"
 #include "io/bind.h"
 #include "kern/engram/engram.h"
+#include "kern/engram/engram_internal.h"
 #include "kern/engram/engram_kern.h"
 #include "test.h"
 
@@ -201,6 +202,25 @@ static void test_corrupt_tables(void) {
     rmdir(dir);
 }
 
+#ifdef DSF_HAVE_CUDA
+// The CUDA GEMM refuses, before touching the device, geometries without a kernel or with too little shared memory.
+static void test_wkv_geometry_refusals(void) {
+    static _Alignas(16) uint8_t buf[4096];
+    uint16_t *y = (uint16_t *)buf;
+    dsf_err e;
+    const dsf_geom small = {"narrow_small_ring", 32, 1024, {2, 4, 4, 4}}, none = {"narrow_w3", 32, 65536, {2, 4, 3, 4}};
+    const dsf_geom direct = {"direct_small_ring", 64, 8192, {0, 1, 1, 4}};
+    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &small, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, "narrow_small_ring") && strstr(e.msg, "1024") && strstr(e.msg, "16384"), "%s", e.msg);
+    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &direct, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, "direct_small_ring") && strstr(e.msg, "16384"), "%s", e.msg);
+    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &none, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, "narrow_w3") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
+    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, dsf_engram_cuda_geom(1), buf, buf, buf, buf, y, 1, 32, 48, DSF_ENG_REAL,
+                                      &e) != 0 && strstr(e.msg, "multiples of 32"));
+}
+#endif
+
 int main(void) {
     TEST_RUN(test_real_table_sizes);
     TEST_RUN(test_multiplier_table);
@@ -208,5 +228,8 @@ int main(void) {
     TEST_RUN(test_chunked_and_rollback);
     TEST_RUN(test_map_file);
     TEST_RUN(test_corrupt_tables);
+#ifdef DSF_HAVE_CUDA
+    TEST_RUN(test_wkv_geometry_refusals);
+#endif
     TEST_END();
 }
