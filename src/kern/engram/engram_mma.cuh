@@ -76,15 +76,14 @@ __device__ __forceinline__ void eng_cp16(void *smem, const void *gmem, int bytes
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(bytes));
 }
 
-// Stages of each warp's ring in the direct kernel, and the ring's bytes: stages x blocks x weight rows x 32.
+// Stages of a warp's ring in the decode kernels, and a ring's bytes: stages x blocks x weight rows x 32.
 #define ENG_DS 4
-#define ENG_RING(MW, U) (ENG_DS * (U) * 16 * (MW) * 32)
+#define ENG_RING_BYTES(ROWS, U) (ENG_DS * (U) * (ROWS) * 32)
 
 typedef void (*wkv_fn)(const uint8_t *, const uint8_t *, const uint8_t *, const uint8_t *, uint16_t *, int64_t,
                        int64_t, int64_t, int);
 
-// The narrow decode kernel of engram_wkv_decode.cu for a geometry of kind 2, or NULL; the rings' bytes it needs.
+// The narrow decode kernel of engram_wkv_decode.cu for a geometry of kind 2, or NULL.
 wkv_fn dsf_eng_decode_fn(const dsf_geom *g);
-long dsf_eng_decode_smem(const dsf_geom *g);
 
 #endif

@@ -15,7 +15,7 @@ __global__ void __launch_bounds__(256) eng_wkv_direct(const uint8_t *__restrict_
     int64_t warp = (int64_t)blockIdx.y * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int64_t n0 = warp * 16 * MW, t0 = (int64_t)blockIdx.x * 8 * NT;
     if (n0 >= N) return;
-    uint8_t *ring = eng_dyn + (threadIdx.x >> 5) * ENG_RING(MW, U);
+    uint8_t *ring = eng_dyn + (threadIdx.x >> 5) * ENG_RING_BYTES(ROWS, U);
     int KB = (int)(K / 32), nb = (KB + U - 1) / U;
     // Controls split K with a bf16 partial: DSF_ENG_GEOM at 2 or more weight tiles a warp, DSF_ENG_BATCH past 64 rows.
     int split = (fault == DSF_ENG_GEOM && MW >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
@@ -255,7 +255,7 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
     } else {
         int narrow = g->p[0] == 2, tok = narrow ? 8 : 8 * g->p[1];
         int64_t rows_per_block = (int64_t)(g->threads / 32) * (narrow ? 8 : 16) * g->p[2];
-        long need = narrow ? dsf_eng_decode_smem(g) : (long)(g->threads / 32) * ENG_RING(g->p[2], g->p[3]);
+        long need = (long)(g->threads / 32) * ENG_RING_BYTES((narrow ? 8 : 16) * g->p[2], g->p[3]);
         if (g->dyn_smem < need)
             return dsf_fail(e, "engram_wkv geometry %s: declares %d bytes of dynamic shared memory, its rings need %ld",
                             g->name, g->dyn_smem, need);

@@ -14,7 +14,7 @@ __global__ void __launch_bounds__(256) eng_wkv_narrow(const uint8_t *__restrict_
     int64_t warp = (int64_t)blockIdx.y * (blockDim.x >> 5) + (threadIdx.x >> 5);
     int64_t n0 = warp * ROWS, t = (int64_t)blockIdx.x * 8 + g;
     if (n0 >= N) return;
-    uint8_t *ring = eng_dyn + (threadIdx.x >> 5) * ENG_DS * STAGE;
+    uint8_t *ring = eng_dyn + (threadIdx.x >> 5) * ENG_RING_BYTES(ROWS, U);
     int KB = (int)(K / 32), nb = (KB + U - 1) / U;
     int split = (fault == DSF_ENG_GEOM && MW >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
     const uint8_t *ar = xq + (t < T ? t : T - 1) * K + 8 * q, *sr = xs + (t < T ? t : T - 1) * KB;
@@ -116,9 +116,4 @@ wkv_fn dsf_eng_decode_fn(const dsf_geom *g) {
         ENG_NARROW(1, 4) ENG_NARROW(2, 4) ENG_NARROW(4, 4) ENG_NARROW(8, 4)
     }
     return NULL;
-}
-
-// Dynamic shared memory a narrow geometry needs: a ring of ENG_DS stages a warp.
-long dsf_eng_decode_smem(const dsf_geom *g) {
-    return (long)(g->threads / 32) * ENG_DS * g->p[3] * 8 * g->p[2] * 32;
 }
