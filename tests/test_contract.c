@@ -83,14 +83,14 @@ static const dsf_geom geoms[] = {{"t1", 1, 0, {0}}, {"t2c4", 2, 0, {4}}, {"t3c16
 static const dsf_case cases[] = {{"r5n100", 5, 100, 0, 0}, {"r1n33", 1, 33, 0, 0}, {"r17n64", 17, 64, 0, 0}};
 
 static const dsf_impl impls[] = {
-    {"good", DSF_BACKEND_CPU, run_good, geoms, 3, DSF_GATE_NONE, NULL, NULL},
-    {"skip_row", DSF_BACKEND_CPU, run_skip, geoms, 3, DSF_GATE_1, "last row unwritten", NULL},
-    {"past_end", DSF_BACKEND_CPU, run_past, geoms, 3, DSF_GATE_1, "writes one past the output", NULL},
-    {"modify_in", DSF_BACKEND_CPU, run_modify, geoms, 3, DSF_GATE_1, "writes its input", NULL},
-    {"order", DSF_BACKEND_CPU, run_order, geoms, 3, DSF_GATE_2, "order follows geometry", NULL},
-    {"tail", DSF_BACKEND_CPU, run_tail, geoms, 3, DSF_GATE_3, "dropped tail", NULL},
-    {"split", DSF_BACKEND_CPU, run_split, geoms, 3, DSF_GATE_4, "split follows row count", NULL},
-    {"tail_as_gate4", DSF_BACKEND_CPU, run_tail, geoms, 3, DSF_GATE_4, "planted at the wrong gate", NULL},
+    {"good", DSF_BACKEND_CPU, run_good, geoms, 3, DSF_GATE_NONE, NULL, NULL, NULL},
+    {"skip_row", DSF_BACKEND_CPU, run_skip, geoms, 3, DSF_GATE_1, "last row unwritten", NULL, NULL},
+    {"past_end", DSF_BACKEND_CPU, run_past, geoms, 3, DSF_GATE_1, "writes one past the output", NULL, NULL},
+    {"modify_in", DSF_BACKEND_CPU, run_modify, geoms, 3, DSF_GATE_1, "writes its input", NULL, NULL},
+    {"order", DSF_BACKEND_CPU, run_order, geoms, 3, DSF_GATE_2, "order follows geometry", NULL, NULL},
+    {"tail", DSF_BACKEND_CPU, run_tail, geoms, 3, DSF_GATE_3, "dropped tail", NULL, NULL},
+    {"split", DSF_BACKEND_CPU, run_split, geoms, 3, DSF_GATE_4, "split follows row count", NULL, NULL},
+    {"tail_as_gate4", DSF_BACKEND_CPU, run_tail, geoms, 3, DSF_GATE_4, "planted at the wrong gate", NULL, NULL},
 };
 
 static const dsf_record fixture = {"fixture_rowsum", "test", "row sums", ops, 2, ref, impls, 8, cases, 3, 1e-6, 1e-5};
@@ -187,7 +187,7 @@ static void test_limits(void) {
     static const dsf_geom big_smem[] = {{"smem200k", 256, 200 * 1024, {32}}};
     static const dsf_geom many_threads[] = {{"t2048", 2048, 0, {32}}};
     static const dsf_geom heavy_regs[] = {{"t1024r128", 1024, 0, {128}}};
-    dsf_impl im = {"k", DSF_BACKEND_CUDA, run_good, ok, 1, DSF_GATE_NONE, NULL, fake_attrs};
+    dsf_impl im = {"k", DSF_BACKEND_CUDA, run_good, ok, 1, DSF_GATE_NONE, NULL, fake_attrs, NULL};
     char d[DSF_DETAIL] = "";
     TEST_ASSERT(dsf_contract_limits(&im, 1, d, sizeof d) == 0);
     im.geoms = big_smem;
@@ -199,6 +199,12 @@ static void test_limits(void) {
     im.geoms = heavy_regs;
     TEST_ASSERT(dsf_contract_limits(&im, 0, d, sizeof d) == 0);
     TEST_ASSERT(dsf_contract_limits(&im, 1, d, sizeof d) == 6 && strstr(d, "registers") != NULL);
+    // Code for one target is held to that target alone: 200 KB fits sm_90, and sm_86's 99 KB is not asked.
+    d[0] = 0;
+    im.geoms = big_smem, im.target = "sm_90";
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 0, "%s", d);
+    im.target = "sm_86";
+    TEST_ASSERT(dsf_contract_limits(&im, 0, d, sizeof d) == 1 && strstr(d, "sm_86") != NULL);
 }
 
 int main(void) {

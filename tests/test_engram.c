@@ -208,14 +208,17 @@ static void test_wkv_geometry_refusals(void) {
     static _Alignas(16) uint8_t buf[4096];
     uint16_t *y = (uint16_t *)buf;
     dsf_err e;
-    const dsf_geom small = {"narrow_small_ring", 32, 1024, {2, 4, 4, 4}}, none = {"narrow_w3", 32, 65536, {2, 4, 3, 4}};
-    const dsf_geom direct = {"direct_small_ring", 64, 8192, {0, 1, 1, 4}};
+    const dsf_geom small = {"wg_small", 160, 1024, {3, 8, 1, 36}}, none = {"wg_b24", 160, 65536, {3, 24, 1, 36}};
+    const dsf_geom shallow = {"wg_one_stage", 160, 65536, {3, 8, 1, 33}}, old = {"narrow_w4", 32, 16384, {2, 1, 4, 4}};
+    // Four stages of 64 weight rows and 8 token rows of 128 bytes, the scales of one block (40 bytes), the alignment.
     TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &small, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "narrow_small_ring") && strstr(e.msg, "1024") && strstr(e.msg, "16384"), "%s", e.msg);
-    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &direct, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "direct_small_ring") && strstr(e.msg, "16384"), "%s", e.msg);
+    TEST_ASSERT_MSG(strstr(e.msg, "wg_small") && strstr(e.msg, "1024") && strstr(e.msg, "37928"), "%s", e.msg);
     TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &none, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "narrow_w3") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
+    TEST_ASSERT_MSG(strstr(e.msg, "wg_b24") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
+    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &shallow, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, "wg_one_stage") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
+    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &old, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, "narrow_w4") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
     TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, dsf_engram_cuda_geom(1), buf, buf, buf, buf, y, 1, 32, 48, DSF_ENG_REAL,
                                       &e) != 0 && strstr(e.msg, "multiples of 32"));
 }

@@ -105,6 +105,8 @@ typedef struct dsf_impl {
     const char *what;
     // CUDA: measured resources of the function one geometry launches; NULL elsewhere.
     int (*attrs)(const dsf_geom *g, dsf_func_attrs *out, dsf_err *e);
+    // CUDA: the one target whose instructions the code needs ("sm_90" for sm_90a code), or NULL for every target.
+    const char *target;
 } dsf_impl;
 
 typedef struct dsf_record {

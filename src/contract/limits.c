@@ -57,6 +57,7 @@ int dsf_contract_limits(const dsf_impl *im, int have_gpu, char *detail, size_t n
         }
         for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
             const target *tg = &targets[t];
+            if (im->target && strcmp(im->target, tg->name)) continue;
             long smem = (long)g->dyn_smem + fa.static_smem;
             if (g->threads > tg->max_threads) {
                 add(detail, n, "%s %s: threads %ld over the limit %ld", tg->name, g->name, g->threads, tg->max_threads);

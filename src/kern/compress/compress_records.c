@@ -191,7 +191,7 @@ static const dsf_geom cuda_big[] = {{"fused_t128", 128, 0, {1, 0}}, {"tiled_t256
 #define CMP_BATCH "calls of more than 8 streams drop the last K slice of the projection"
 #define CMP_SMEM "the kernel under a geometry declaring 200 KB of dynamic shared memory: fits sm_90 and sm_100 only"
 
-#define CMP_IMPL(name, be, fn, geoms, gate, what, attrs) {name, be, fn, geoms, LEN(geoms), gate, what, attrs}
+#define CMP_IMPL(name, be, fn, geoms, gate, what, attrs) {name, be, fn, geoms, LEN(geoms), gate, what, attrs, NULL}
 
 #define CMP_COUNT(tag, vi, op) \
     static int64_t tag##_n_##op(const dsf_case *c) { return count_op(vi, op, c); }

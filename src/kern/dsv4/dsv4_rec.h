@@ -62,11 +62,11 @@ int64_t dsv4_cnt_one(const dsf_case *c);
         return tag##_go(c, DSV4_G4, e);                                                    \
     }                                                                                      \
     static const dsf_impl tag##_impls[] = {                                                \
-        {"cpu", DSF_BACKEND_CPU, tag##_real, geoms, 4, DSF_GATE_NONE, what, NULL},         \
-        {"cpu_ctl_coverage", DSF_BACKEND_CPU, tag##_c1, geoms, 4, DSF_GATE_1, w1, NULL},   \
-        {"cpu_ctl_geom_order", DSF_BACKEND_CPU, tag##_c2, geoms, 4, DSF_GATE_2, w2, NULL}, \
-        {"cpu_ctl_math", DSF_BACKEND_CPU, tag##_c3, geoms, 4, DSF_GATE_3, w3, NULL},       \
-        {"cpu_ctl_row_split", DSF_BACKEND_CPU, tag##_c4, geoms, 4, DSF_GATE_4, w4, NULL},  \
+        {"cpu", DSF_BACKEND_CPU, tag##_real, geoms, 4, DSF_GATE_NONE, what, NULL, NULL},        \
+        {"cpu_ctl_coverage", DSF_BACKEND_CPU, tag##_c1, geoms, 4, DSF_GATE_1, w1, NULL, NULL},  \
+        {"cpu_ctl_geom_order", DSF_BACKEND_CPU, tag##_c2, geoms, 4, DSF_GATE_2, w2, NULL, NULL},\
+        {"cpu_ctl_math", DSF_BACKEND_CPU, tag##_c3, geoms, 4, DSF_GATE_3, w3, NULL, NULL},      \
+        {"cpu_ctl_row_split", DSF_BACKEND_CPU, tag##_c4, geoms, 4, DSF_GATE_4, w4, NULL, NULL}, \
     }
 
 #endif

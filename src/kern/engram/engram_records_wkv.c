@@ -68,38 +68,37 @@ DSF_ENG_RUN(wkv_cuda_wrong, wkv_cuda, DSF_ENG_WRONG)
 DSF_ENG_RUN(wkv_cuda_batch, wkv_cuda, DSF_ENG_BATCH)
 DSF_ENG_ATTRS(wkv_attrs, 1, DSF_ENG_REAL)
 
-// CUDA {name, threads, dyn smem, {0 direct | 1 tiled | 2 narrow, n8 token tiles, weight tiles, blocks a stage}}.
+// CUDA {name, threads, dyn smem, {3 (wgmma), tokens a block, warpgroups of 64 rows, 256 db + 32 atoms + stages}}.
 static const dsf_geom wkv_cuda_geoms[] = {
-    {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}},     {"direct_t128_x1_w1_u8", 128, 65536, {0, 1, 1, 8}},
-    {"direct_t64_x1_w2_u4", 64, 32768, {0, 1, 2, 4}},    {"direct_t64_x2_w1_u4", 64, 16384, {0, 2, 1, 4}},
-    {"direct_t128_x8_w1_u2", 128, 16384, {0, 8, 1, 2}},  {"direct_t96_x4_w2_u4", 96, 49152, {0, 4, 2, 4}},
-    {"narrow_t32_w1_u4", 32, 4096, {2, 1, 1, 4}},        {"narrow_t64_w2_u4", 64, 16384, {2, 1, 2, 4}},
-    {"narrow_t128_w4_u4", 128, 65536, {2, 1, 4, 4}},     {"narrow_t32_w4_u4", 32, 16384, {2, 1, 4, 4}},
-    {"direct_t32_x2_w1_u4", 32, 8192, {0, 2, 1, 4}},     {"tiled_t256", 256, 0, {1, 0, 0, 0}},
+    {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},  {"wg_b8_w1_u1_s4_db", 160, 45568, {3, 8, 1, 292}},
+    {"wg_b8_w1_u2_s2_db", 160, 45568, {3, 8, 1, 322}},  {"wg_b8_w2_u1_s4_db", 288, 79872, {3, 8, 2, 292}},
+    {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4_db", 288, 90112, {3, 16, 2, 292}},
+    {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wg_b32_w2_u1_s4_db", 288, 110592, {3, 32, 2, 292}},
+    {"wg_b64_w2_u1_s4", 288, 151552, {3, 64, 2, 36}},
 };
+// The order control splits K at 2 warpgroups: red between these two.
 static const dsf_geom wkv_cuda_ctl_geoms[] = {
-    {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}},
-    {"direct_t64_x1_w2_u4", 64, 32768, {0, 1, 2, 4}},
-    {"direct_t128_x8_w1_u2", 128, 16384, {0, 8, 1, 2}},
+    {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},
+    {"wg_b16_w2_u1_s4", 288, 90112, {3, 16, 2, 36}},
 };
 static const dsf_geom wkv_cuda_big[] = {
-    {"direct_t32_x1_w1_u4", 32, 8192, {0, 1, 1, 4}},
-    {"direct_t128_x1_w1_u4_smem200k", 128, 200 * 1024, {0, 1, 1, 4}},
+    {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},
+    {"wg_b8_w1_u1_s4_smem200k", 160, 200 * 1024, {3, 8, 1, 36}},
 };
 #define WKV_CUDA_IMPLS                                                                                                 \
-    DSF_ENG_IMPL("cuda", DSF_BACKEND_CUDA, wkv_cuda_real, wkv_cuda_geoms, DSF_GATE_NONE,                               \
-                 "e4m3 as f16, two mma.sync m16n8k16 per K block, fp32 promotion in K order; direct and tiled kernels", wkv_attrs), \
-        DSF_ENG_IMPL("cuda_ctl_skip", DSF_BACKEND_CUDA, wkv_cuda_skip, wkv_cuda_ctl_geoms, DSF_GATE_1,                 \
-                     "never writes the last output of the last row", wkv_attrs),                                       \
-        DSF_ENG_IMPL("cuda_ctl_order", DSF_BACKEND_CUDA, wkv_cuda_geom, wkv_cuda_ctl_geoms, DSF_GATE_2,                \
-                     "splits K with a bf16 partial when a warp holds 2 or more weight tiles (order follows the geometry)",           \
-                     wkv_attrs),                                                                                       \
-        DSF_ENG_IMPL("cuda_ctl_scale", DSF_BACKEND_CUDA, wkv_cuda_wrong, wkv_cuda_ctl_geoms, DSF_GATE_3,               \
-                     "weight scale exponent off by one", wkv_attrs),                                                   \
-        DSF_ENG_IMPL("cuda_ctl_batch", DSF_BACKEND_CUDA, wkv_cuda_batch, wkv_cuda_ctl_geoms, DSF_GATE_4,               \
-                     "splits K with a bf16 partial in calls of more than 64 rows (split by row count)", wkv_attrs),               \
-        DSF_ENG_IMPL("cuda_ctl_smem", DSF_BACKEND_CUDA, wkv_cuda_real, wkv_cuda_big, DSF_GATE_LIMITS,                  \
-                     "the kernel under a geometry declaring 200 KB of dynamic shared memory", wkv_attrs)
+    DSF_ENG_IMPL_ON("cuda", wkv_cuda_real, wkv_cuda_geoms, DSF_GATE_NONE,                               \
+                 "wgmma m64nNk32 e4m3 per K block, fp32 promotion in K order", wkv_attrs, "sm_90"), \
+        DSF_ENG_IMPL_ON("cuda_ctl_skip", wkv_cuda_skip, wkv_cuda_ctl_geoms, DSF_GATE_1,                 \
+                     "never writes the last output of the last row", wkv_attrs, "sm_90"),                                       \
+        DSF_ENG_IMPL_ON("cuda_ctl_order", wkv_cuda_geom, wkv_cuda_ctl_geoms, DSF_GATE_2,                \
+                     "splits K with a bf16 partial at 2 warpgroups a block (order follows the geometry)",           \
+                     wkv_attrs, "sm_90"),                                                                                       \
+        DSF_ENG_IMPL_ON("cuda_ctl_scale", wkv_cuda_wrong, wkv_cuda_ctl_geoms, DSF_GATE_3,               \
+                     "weight scale exponent off by one", wkv_attrs, "sm_90"),                                                   \
+        DSF_ENG_IMPL_ON("cuda_ctl_batch", wkv_cuda_batch, wkv_cuda_ctl_geoms, DSF_GATE_4,               \
+                     "splits K with a bf16 partial in calls of more than 64 rows (split by row count)", wkv_attrs, "sm_90"),               \
+        DSF_ENG_IMPL("cuda_ctl_smem", DSF_BACKEND_CUDA, wkv_cuda_real, wkv_cuda_big, DSF_GATE_LIMITS,            \
+                     "200 KB of dynamic shared memory checked against every target (sm_86 holds 99 KB)", wkv_attrs)
 #endif
 
 static const dsf_impl wkv_impls[] = {
@@ -141,12 +140,12 @@ const dsf_record dsf_rec_engram_wkv = {
 
 #ifdef DSF_HAVE_CUDA
 static const dsf_impl wkv_real_impls[] = {
-    DSF_ENG_IMPL("cuda", DSF_BACKEND_CUDA, wkv_cuda_real, wkv_cuda_geoms, DSF_GATE_NONE,
-                 "e4m3 as f16, two mma.sync m16n8k16 per K block, fp32 promotion in K order; direct and tiled kernels", wkv_attrs),
-    DSF_ENG_IMPL("cuda_ctl_order", DSF_BACKEND_CUDA, wkv_cuda_geom, wkv_cuda_ctl_geoms, DSF_GATE_2,
-                 "splits K with a bf16 partial when a warp holds 2 or more weight tiles (order follows the geometry)", wkv_attrs),
-    DSF_ENG_IMPL("cuda_ctl_scale", DSF_BACKEND_CUDA, wkv_cuda_wrong, wkv_cuda_ctl_geoms, DSF_GATE_3,
-                 "weight scale exponent off by one", wkv_attrs),
+    DSF_ENG_IMPL_ON("cuda", wkv_cuda_real, wkv_cuda_geoms, DSF_GATE_NONE,
+                 "wgmma m64nNk32 e4m3 per K block, fp32 promotion in K order", wkv_attrs, "sm_90"),
+    DSF_ENG_IMPL_ON("cuda_ctl_order", wkv_cuda_geom, wkv_cuda_ctl_geoms, DSF_GATE_2,
+                 "splits K with a bf16 partial at 2 warpgroups a block (order follows the geometry)", wkv_attrs, "sm_90"),
+    DSF_ENG_IMPL_ON("cuda_ctl_scale", wkv_cuda_wrong, wkv_cuda_ctl_geoms, DSF_GATE_3,
+                 "weight scale exponent off by one", wkv_attrs, "sm_90"),
 };
 #endif
 

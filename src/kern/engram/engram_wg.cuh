@@ -1,0 +1,123 @@
+#ifndef DSF_ENGRAM_WG_CUH
+#define DSF_ENGRAM_WG_CUH
+// sm_90a pieces of the engram_wkv kernel: mbarriers, bulk tensor copies, operand descriptors, fp8 wgmma, stores.
+#include <cuda.h>
+
+#include "kern/cuda_check.h"
+#include "kern/engram/engram_internal.h"
+
+// dsf_e8m0_to_f32 without branches (selects), so the scale loads before it are not serialised behind them.
+__device__ __forceinline__ float eng_e8m0(uint32_t b) {
+    b &= 0xFFu;
+    uint32_t bits = b == 0 ? 0x00400000u : b << 23;
+    return __uint_as_float(b == 0xFFu ? 0x7FC00000u : bits);
+}
+
+// Output (token t, row n); the skip control never writes the last row's last output.
+__device__ __forceinline__ void eng_store(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n, float v, int fault) {
+    if (t >= T || n >= N || (fault == DSF_ENG_SKIP && t == T - 1 && n == N - 1)) return;
+    y[t * N + n] = dsf_bf16_from_f32(v);
+}
+
+// An accumulator tile (m64nN fragments hold n8 tiles of this shape): rows n, n+8 (weights) by columns t, t+1 (tokens).
+__device__ __forceinline__ void eng_store_tile(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n,
+                                               const float a[4], int fault) {
+    eng_store(y, T, N, t, n, a[0], fault);
+    eng_store(y, T, N, t + 1, n, a[1], fault);
+    eng_store(y, T, N, t, n + 8, a[2], fault);
+    eng_store(y, T, N, t + 1, n + 8, a[3], fault);
+}
+
+__device__ __forceinline__ uint32_t eng_smem(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void eng_mbar_init(uint64_t *b, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(eng_smem(b)), "r"(count) : "memory");
+}
+
+// Spins until the phase of parity `parity` of barrier b has completed.
+__device__ __forceinline__ void eng_mbar_wait(uint64_t *b, int parity) {
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(eng_smem(b)), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+__device__ __forceinline__ void eng_mbar_arrive(uint64_t *b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(eng_smem(b)) : "memory");
+}
+
+__device__ __forceinline__ void eng_mbar_expect(uint64_t *b, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(eng_smem(b)), "r"(bytes) : "memory");
+}
+
+// Box (x bytes along K, y rows) of a 2D tensor map into shared memory; completes on barrier b.
+__device__ __forceinline__ void eng_tma(void *dst, const CUtensorMap *m, int x, int y, uint64_t *b) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                 "[%4];\n" ::"r"(eng_smem(dst)),
+                 "l"((uint64_t)m), "r"(x), "r"(y), "r"(eng_smem(b))
+                 : "memory");
+}
+
+// K-major operand in 128-byte swizzle: 8-row atoms 1024 bytes apart; a K offset is added to the start address.
+__device__ __forceinline__ uint64_t eng_desc(const void *p) {
+    return (uint64_t)((eng_smem(p) & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void eng_wg_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void eng_wg_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void eng_wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// After a wait: the compiler must read the accumulators only from here on.
+template <int R> __device__ __forceinline__ void eng_wg_hold(float (&d)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// d = A (64 weight rows x 32 codes) * B (N tokens x 32 codes)^T, fresh (scale-d 0), for N = 8, 16, 32, 64.
+__device__ __forceinline__ void eng_wgmma(float (&d)[4], uint64_t a, uint64_t b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "l"(a), "l"(b), "r"(0));
+}
+__device__ __forceinline__ void eng_wgmma(float (&d)[8], uint64_t a, uint64_t b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, "
+                 "p, 1, 1;\n}\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7])
+                 : "l"(a), "l"(b), "r"(0));
+}
+__device__ __forceinline__ void eng_wgmma(float (&d)[16], uint64_t a, uint64_t b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
+                 "%10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]),
+                   "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]), "=f"(d[14]), "=f"(d[15])
+                 : "l"(a), "l"(b), "r"(0));
+}
+__device__ __forceinline__ void eng_wgmma(float (&d)[32], uint64_t a, uint64_t b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
+                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
+                 "%29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]),
+                   "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]), "=f"(d[14]), "=f"(d[15]),
+                   "=f"(d[16]), "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]), "=f"(d[21]), "=f"(d[22]),
+                   "=f"(d[23]), "=f"(d[24]), "=f"(d[25]), "=f"(d[26]), "=f"(d[27]), "=f"(d[28]), "=f"(d[29]),
+                   "=f"(d[30]), "=f"(d[31])
+                 : "l"(a), "l"(b), "r"(0));
+}
+
+#endif
