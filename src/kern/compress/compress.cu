@@ -133,24 +133,21 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     }
     wait_projections(ctr, (unsigned)G, (unsigned)ne);
     if (j < 0) return;
-    if (pc == 1) {
-        pool_range(L, 0, L.d, wide, sm.v, staged, sm);
-        emit_finish(L, fault, sm);
-        return;
+    float *dst = pooled + row * L.d; // pc 1: c0 = 0 and cw = d, the whole entry pooled straight into sm.v
+    pool_range(L, c0, c0 + cw, wide, pc == 1 ? sm.v : dst + c0, staged, sm);
+    if (pc > 1) {
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            sm.ticket = atomicAdd(ctr + 2 + row, 1u) == (unsigned)pc - 1;
+            if (sm.ticket) ctr[2 + row] = 0;
+        }
+        __syncthreads();
+        if (!sm.ticket) return;
+        __threadfence();
+        for (int c = threadIdx.x; c < L.d; c += blockDim.x) sm.v[c] = __ldcg(dst + c);
+        __syncthreads();
     }
-    float *dst = pooled + row * L.d;
-    pool_range(L, c0, c0 + cw, wide, dst + c0, staged, sm);
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        sm.ticket = atomicAdd(ctr + 2 + row, 1u) == (unsigned)pc - 1;
-        if (sm.ticket) ctr[2 + row] = 0;
-    }
-    __syncthreads();
-    if (!sm.ticket) return;
-    __threadfence();
-    for (int c = threadIdx.x; c < L.d; c += blockDim.x) sm.v[c] = __ldcg(dst + c);
-    __syncthreads();
     emit_finish(L, fault, sm);
 }
 
