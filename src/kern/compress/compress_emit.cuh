@@ -250,22 +250,27 @@ __device__ static void emit_prep(const dsf_cmp_layer &L, const dsf_cmp_batch &b,
     __syncthreads();
 }
 
-// Entry j from its pooled values in sm.v and emit_prep's sm, by the whole block: norm, index key, RoPE, QDQ, write.
+// Entry j from its pooled values in sm.v and emit_prep's sm, by the whole block: norm, RoPE, QDQ, write; then its key.
 __device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem &sm) {
-    int t = threadIdx.x, nt = blockDim.x, d = L.d;
-    block_inv_rms(sm.v, d, L.eps, sm);
-    for (int c = t; c < d; c += nt) sm.v[c] = sm.lat[c] = dsf_cmp_norm_elem(sm.v[c], sm.inv, sm.nw[c]);
-    __syncthreads();
-    int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
-    finish_dev(sm.v, sm.qs, d, sm.cs, kind, kind == 0 ? 64 : kind == 1 ? 32 : 16, kind == 1, fault);
-    for (int c = t; c < d; c += nt) sm.kvo[c] = dsf_bf16_from_f32(sm.v[c]);
-    if (!L.ik) return;
-    index_key(L, sm);
-    block_inv_rms(sm.k, L.ik, L.eps, sm);
-    for (int o = t; o < L.ik; o += nt) sm.k[o] = dsf_cmp_norm_elem(sm.k[o], sm.inv, sm.knw[o]);
-    __syncthreads();
-    finish_dev(sm.k, sm.qs, L.ik, sm.kcs, 1, 32, 0, fault);
-    for (int o = t; o < L.ik; o += nt) sm.iko[o] = dsf_bf16_from_f32(sm.k[o]);
+    int t = threadIdx.x, nt = blockDim.x, kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
+#pragma unroll 1
+    for (int key = 0; key < 2; key++) { // one copy of the steps for the entry (key 0) and its index key (key 1)
+        if (key && !L.ik) return;
+        if (key) index_key(L, sm);
+        float *v = key ? sm.k : sm.v;
+        const uint16_t *nw = key ? sm.knw : sm.nw;
+        int n = key ? L.ik : L.d;
+        block_inv_rms(v, n, L.eps, sm);
+        for (int c = t; c < n; c += nt) {
+            v[c] = dsf_cmp_norm_elem(v[c], sm.inv, nw[c]);
+            if (!key) sm.lat[c] = v[c];
+        }
+        __syncthreads();
+        int kd = key ? 1 : kind;
+        finish_dev(v, sm.qs, n, key ? sm.kcs : sm.cs, kd, kd == 0 ? 64 : kd == 1 ? 32 : 16, !key && kind == 1, fault);
+        uint16_t *out = key ? sm.iko : sm.kvo;
+        for (int c = t; c < n; c += nt) out[c] = dsf_bf16_from_f32(v[c]);
+    }
     __syncthreads();
 }
 
