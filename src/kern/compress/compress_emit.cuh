@@ -238,10 +238,10 @@ __device__ static void emit_prep(const dsf_cmp_layer &L, const dsf_cmp_batch &b,
     int t = threadIdx.x, nt = blockDim.x, r = L.ratio;
     for (int c = t; c < L.d; c += nt) sm.nw[c] = L.w.norm[c];
     for (int o = t; o < L.ik; o += nt) sm.knw[o] = L.w.k_norm[o];
-    for (int i = t; i < DSF_CMP_ROPE_DIM / 2; i += nt) {
-        float a = dsf_cmp_rope_angle(j * r + (r == 1 && wide ? 1 : 0), L.freq[i]), k = dsf_cmp_rope_angle(j * r, L.freq[i]);
-        sm.cs[i] = make_float2(cosf(a), sinf(a));
-        sm.kcs[i] = make_float2(cosf(k), sinf(k));
+    for (int q = t; q < DSF_CMP_ROPE_DIM; q += nt) { // q < 32: the entry's pair q; then the key's pair q - 32
+        int key = q >= DSF_CMP_ROPE_DIM / 2, i = q % (DSF_CMP_ROPE_DIM / 2);
+        float a = dsf_cmp_rope_angle(j * r + (r == 1 && wide && !key ? 1 : 0), L.freq[i]);
+        (key ? sm.kcs : sm.cs)[i] = make_float2(cosf(a), sinf(a));
     }
     if (t == 0) {
         sm.kvo = b.kv[s] + (size_t)(j - b.j0[s]) * L.d;
