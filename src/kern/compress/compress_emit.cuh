@@ -187,39 +187,37 @@ __device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
 #pragma unroll
     for (int k = 0; k < MS; k++) x[k] = k < S ? sm.lat[lane * S + k] : 0.0f;
     for (int o0 = warp * TCH; o0 < L.ik; o0 += nw * TCH) {
-        float p[TCH];
+        if (vec) {
 #pragma unroll
-        for (int h = 0; h < TCH; h += KO) {
-            uint4 wv[KO][MS / 8]; // the loads of KO outputs are all in flight before their FMAs
+            for (int h = 0; h < TCH; h += KO) {
+                uint4 wv[KO][MS / 8]; // the loads of KO outputs are all in flight before their FMAs
 #pragma unroll
-            for (int u = 0; u < KO; u++)
+                for (int u = 0; u < KO; u++)
 #pragma unroll
-                for (int k = 0; k < MS; k += 8)
-                    wv[u][k / 8] = vec && o0 + h + u < L.ik && k < S
-                                       ? __ldg((const uint4 *)(L.w.wk + (size_t)(o0 + h + u) * d + lane * S + k))
-                                       : make_uint4(0, 0, 0, 0);
+                    for (int k = 0; k < MS; k += 8)
+                        wv[u][k / 8] = o0 + h + u < L.ik && k < S
+                                           ? __ldg((const uint4 *)(L.w.wk + (size_t)(o0 + h + u) * d + lane * S + k))
+                                           : make_uint4(0, 0, 0, 0);
 #pragma unroll
-            for (int u = 0; u < KO; u++) {
-                const uint16_t *w = L.w.wk + (size_t)(o0 + h + u) * d + lane * S;
-                float wf[MS];
-                p[h + u] = 0.0f;
-                if (o0 + h + u >= L.ik) continue;
-                if (vec) {
+                for (int u = 0; u < KO; u++) {
+                    float wf[MS], p = 0.0f;
 #pragma unroll
                     for (int k = 0; k < MS; k += 8)
                         if (k < S) bf16x8(wv[u][k / 8], wf + k);
-                } else {
 #pragma unroll
                     for (int k = 0; k < MS; k++)
-                        if (k < S) wf[k] = dsf_bf16_to_f32(w[k]);
+                        if (k < S) p = DSF_CMP_MADD(x[k], wf[k], p);
+                    sm.u.part[warp][h + u][lane] = p;
                 }
-#pragma unroll
-                for (int k = 0; k < MS; k++)
-                    if (k < S) p[h + u] = DSF_CMP_MADD(x[k], wf[k], p[h + u]);
+            }
+        } else {
+            for (int u = 0; u < TCH && o0 + u < L.ik; u++) { // unaligned or short slices: the same FMAs, x from sm.lat
+                const uint16_t *w = L.w.wk + (size_t)(o0 + u) * d + lane * S;
+                float p = 0.0f;
+                for (int k = 0; k < S; k++) p = DSF_CMP_MADD(sm.lat[lane * S + k], dsf_bf16_to_f32(w[k]), p);
+                sm.u.part[warp][u][lane] = p;
             }
         }
-#pragma unroll
-        for (int u = 0; u < TCH; u++) sm.u.part[warp][u][lane] = p[u];
         __syncwarp();
         if (lane < TCH && o0 + lane < L.ik) {
             float tot = sm.u.part[warp][lane][0];
