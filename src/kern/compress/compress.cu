@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
         emit_tokens(L, b, s, j, ws, O, fault, sm);
         emit_prep(L, b, s, j, wide, sm);
         if (L.ratio > 1) {
-            pool_stage(L, c0, pool_chunk(sm.n) < cw ? pool_chunk(sm.n) : cw, wide, 0, sm);
+            pool_stage(C, c0, pool_chunk(sm.n) < cw ? pool_chunk(sm.n) : cw, wide, 0, sm);
             staged = 1;
         }
         for (int i = threadIdx.x * 64; L.ik && pc == 1 && i < L.ik * L.d; i += blockDim.x * 64)

@@ -103,8 +103,8 @@ __device__ static void emit_tokens(const dsf_cmp_layer &L, const dsf_cmp_batch &
 }
 
 // Stages scores and kv of channels a..a+ch-1 of the tokens whose row is in ws (want 1), the ring (0) or both (2).
-__device__ static void pool_stage(const dsf_cmp_layer &L, int a, int ch, int wide, int want, emit_smem &sm) {
-    int t = threadIdx.x, nt = blockDim.x, n = sm.n, C = dsf_cmp_channels_dev(L), nx = n * ch;
+__device__ __noinline__ static void pool_stage(int C, int a, int ch, int wide, int want, emit_smem &sm) {
+    int t = threadIdx.x, nt = blockDim.x, n = sm.n, nx = n * ch;
     float *e = sm.u.st, *kv = sm.u.st + POOL_FLOATS / 2;
     for (int x0 = t; x0 < nx; x0 += PU * nt) {
         float sv[PU], kvv[PU];
@@ -142,7 +142,7 @@ __device__ static void pool_range(const dsf_cmp_layer &L, int c0, int c1, int wi
     float *e = sm.u.st, *kv = sm.u.st + POOL_FLOATS / 2;
     for (int a = c0; a < c1; a += cw) {
         int ch = c1 - a < cw ? c1 - a : cw, nx = n * ch;
-        pool_stage(L, a, ch, wide, a == c0 && ring_staged ? 1 : 2, sm);
+        pool_stage(dsf_cmp_channels_dev(L), a, ch, wide, a == c0 && ring_staged ? 1 : 2, sm);
         __syncthreads();
         for (int c = t; c < ch; c += nt) {
             float m = -INFINITY;
