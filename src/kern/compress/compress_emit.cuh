@@ -250,7 +250,8 @@ __device__ static void emit_prep(const dsf_cmp_layer &L, const dsf_cmp_batch &b,
 
 // Entry j from its pooled values in sm.v and emit_prep's sm, by the whole block: norm, RoPE, QDQ, write; then its key.
 __device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem &sm) {
-    int t = threadIdx.x, nt = blockDim.x, kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
+    int t = threadIdx.x, nt = blockDim.x;
+    int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
 #pragma unroll 1
     for (int key = 0; key < 2; key++) { // one copy of the steps for the entry (key 0) and its index key (key 1)
         if (key && !L.ik) return;
