@@ -45,18 +45,42 @@ static int run_probe(void *p) {
     return dsf_cmp_cuda_fma_probe(c->st, 132 * 16, 4096, c->probe, &e);
 }
 
-static void *dev_rand(size_t n) {
+// Fills n bf16 at d with values seeded by n alone, so a refill restores the same contents.
+static void dev_fill(void *d, size_t n) {
     uint16_t *h = malloc(n * 2);
     uint64_t s = 0x9E3779B97F4A7C15ull ^ n;
     for (size_t i = 0; i < n; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         h[i] = dsf_bf16_from_f32(((float)(s >> 40) / 16777216.0f - 0.5f) * 0.05f);
     }
-    void *d;
-    CK(cudaMalloc(&d, n * 2 + 16));
     CK(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
     free(h);
+}
+static void *dev_rand(size_t n) {
+    void *d;
+    CK(cudaMalloc(&d, n * 2 + 16));
+    dev_fill(d, n);
     return d;
+}
+
+// 64-bit FNV-1a of n device bytes, continuing from h.
+static uint64_t fnv_dev(uint64_t h, const void *d, size_t n) {
+    unsigned char *p = malloc(n);
+    CK(cudaMemcpy(p, d, n, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001B3ull;
+    free(p);
+    return h;
+}
+
+// One call on freshly reset rings, entries, keys and scratch; the hash of everything it writes.
+static uint64_t digest(bctx *c, void *rings, size_t ring_n, void *kv, size_t kv_bytes, void *ik, size_t ik_bytes) {
+    dev_fill(rings, ring_n);
+    CK(cudaMemset(kv, 0, kv_bytes));
+    CK(cudaMemset(ik, 0, ik_bytes));
+    CK(cudaMemset(c->scratch, 0, c->scratch_bytes));
+    if (run_cmp(c)) exit(1);
+    CK(cudaStreamSynchronize(c->st));
+    return fnv_dev(fnv_dev(fnv_dev(0xCBF29CE484222325ull, rings, ring_n * 2), kv, kv_bytes), ik, ik_bytes);
 }
 
 typedef struct variant {
@@ -72,6 +96,11 @@ int main(int argc, char **argv) {
         {"v4_r128", 128, 0, 0, 4096, 512, DSF_CMP_Q_FP8_NOPE},
     };
     const int rows_of[] = {1, 8, 64, 4096, 1, 8, 64};
+    int dev;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        printf("BENCH gpu none\n");
+        return 0;
+    }
     bctx c;
     memset(&c, 0, sizeof c);
     CK(cudaStreamCreate(&c.st));
@@ -108,10 +137,12 @@ int main(int argc, char **argv) {
             int32_t *row0 = malloc(sizeof(int32_t) * (S + 1));
             int64_t *pos = malloc(sizeof(int64_t) * S), *j0 = malloc(sizeof(int64_t) * S);
             void **ptr = malloc(sizeof(void *) * 3 * S);
-            float *rings = dev_rand((rf ? rf : 1) * (size_t)S * 2);
+            size_t ring_n = (rf ? rf : 1) * (size_t)S * 2, kv_bytes = 2 * (size_t)(E * v->d * S);
+            size_t ik_bytes = 2 * (size_t)(E * 128 * S) + 2;
+            float *rings = dev_rand(ring_n);
             uint16_t *kv, *ik;
-            CK(cudaMalloc((void **)&kv, 2 * (size_t)(E * v->d * S)));
-            CK(cudaMalloc((void **)&ik, 2 * (size_t)(E * 128 * S) + 2));
+            CK(cudaMalloc((void **)&kv, kv_bytes));
+            CK(cudaMalloc((void **)&ik, ik_bytes));
             for (int s = 0; s <= S; s++) {
                 row0[s] = s * len;
                 if (s == S) break;
@@ -142,6 +173,10 @@ int main(int argc, char **argv) {
             double flops = 2.0 * rows * O * v->D + 2.0 * em * L->ik * v->d;
             printf("%-10s %4d%c %10.2f %10.2f %10.3f %9.0f %8.2f %8.2f %8.2f\n", v->name, rows, quiet ? 'q' : ' ', us, bytes / 1e6, flops / 1e9,
                    bytes / (us * 1e3), (bytes / (copy_gbs * 1e3)) / us, flops / (us * 1e6), flops / (us * 1e6) / fma_tf);
+            uint64_t h = digest(&c, rings, ring_n, kv, kv_bytes, ik, ik_bytes);
+            printf("BENCH %s_%d%s_digest %016llx\n", v->name, rows, quiet ? "q" : "", (unsigned long long)h);
+            if (digest(&c, rings, ring_n, kv, kv_bytes, ik, ik_bytes) != h)
+                printf("BENCH %s_%d%s_digest_unstable 1\n", v->name, rows, quiet ? "q" : "");
             cudaFree(c.scratch), cudaFree(x), cudaFree(d_row0), cudaFree(d_pos), cudaFree(d_j0), cudaFree(d_ptr);
             cudaFree(rings), cudaFree(kv), cudaFree(ik);
             free(row0), free(pos), free(j0), free(ptr);
