@@ -155,13 +155,13 @@ static void bench_gpu(void) {
     if (dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G.codes, G.scales, G.xq, G.xs, TMAX, K, &e)) exit(1);
     printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
     static const dsf_geom geoms[] = {
-        {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},  {"wg_b8_w1_u1_s4_db", 160, 45568, {3, 8, 1, 292}},
-        {"wg_b8_w1_u2_s2_db", 160, 45568, {3, 8, 1, 322}},  {"wg_b8_w2_u1_s4_db", 288, 79872, {3, 8, 2, 292}},
-        {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4_db", 288, 90112, {3, 16, 2, 292}},
-        {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wg_b32_w2_u1_s4_db", 288, 110592, {3, 32, 2, 292}},
-        {"wg_b64_w2_u1_s4", 288, 151552, {3, 64, 2, 36}},
+        {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},  {"wg_b8_w1_u2_s2", 160, 45568, {3, 8, 1, 66}},
+        {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 90112, {3, 16, 2, 36}},
+        {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 159744, {4, 128, 2, 4}},
+        {"wgt_w128_x3_pw4_s4", 512, 204800, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 170496, {4, 64, 3, 4}},
+        {"wgt_w128_x2_s5", 288, 192512, {4, 128, 2, 5}},
     };
-    // Prefill times only the geometries of 32 tokens or more a block; every size checks the first against the last.
+    // Prefill times only the tokens-as-A kernels; every size checks the first geometry against the last bit for bit.
     enum { NG = sizeof geoms / sizeof geoms[0] };
     int Ts[] = {1, 8, 64, 4096};
     for (int ti = 0; ti < 4; ti++) {
@@ -169,7 +169,7 @@ static void bench_gpu(void) {
         double best = 1e9;
         const char *bname = "";
         for (int gi = 0; gi < NG; gi++) {
-            if (T == 4096 && geoms[gi].p[1] < 32) continue;
+            if (T == 4096 && geoms[gi].p[0] == 3) continue;
             double t = time_run(&G, 0, &geoms[gi], T);
             printf("BENCH wkv_t%d_%s_us %.2f\n", T, geoms[gi].name, t * 1e6);
             if (t < best) best = t, bname = geoms[gi].name;

@@ -166,11 +166,11 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
     return 0;
 }
 
-// The engine's geometries: embed_quant, wkv (decode: 8 tokens a block), wkv (prefill: 32 tokens a block), gate.
+// The engine's geometries: embed_quant, wkv (decode: weights as A), wkv (prefill: tokens as A), gate.
 static const dsf_geom engine_geoms[] = {
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
-    {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},
-    {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},
+    {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},
+    {"wgt_w128_x3_pw4_s4", 512, 204800, {4, 128, 3, 4}},
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
 };
 

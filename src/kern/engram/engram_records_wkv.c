@@ -68,36 +68,37 @@ DSF_ENG_RUN(wkv_cuda_wrong, wkv_cuda, DSF_ENG_WRONG)
 DSF_ENG_RUN(wkv_cuda_batch, wkv_cuda, DSF_ENG_BATCH)
 DSF_ENG_ATTRS(wkv_attrs, 1, DSF_ENG_REAL)
 
-// CUDA {name, threads, dyn smem, {3 (wgmma), tokens a block, warpgroups of 64 rows, 256 db + 32 atoms + stages}}.
+// CUDA {name, threads, smem, {3, tokens, warpgroups of 64 rows, 32 atoms + stages} | {4, rows, token groups, stages}}.
 static const dsf_geom wkv_cuda_geoms[] = {
-    {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},  {"wg_b8_w1_u1_s4_db", 160, 45568, {3, 8, 1, 292}},
-    {"wg_b8_w1_u2_s2_db", 160, 45568, {3, 8, 1, 322}},  {"wg_b8_w2_u1_s4_db", 288, 79872, {3, 8, 2, 292}},
-    {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4_db", 288, 90112, {3, 16, 2, 292}},
-    {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wg_b32_w2_u1_s4_db", 288, 110592, {3, 32, 2, 292}},
-    {"wg_b64_w2_u1_s4", 288, 151552, {3, 64, 2, 36}},
+    {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},  {"wg_b8_w1_u2_s2", 160, 45568, {3, 8, 1, 66}},
+    {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 90112, {3, 16, 2, 36}},
+    {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 159744, {4, 128, 2, 4}},
+    {"wgt_w128_x3_pw4_s4", 512, 204800, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 170496, {4, 64, 3, 4}},
 };
-// The order control splits K at 2 warpgroups: red between these two.
+// Both kernels; the order control splits K at 2 warpgroups a block: red between the first and the others.
 static const dsf_geom wkv_cuda_ctl_geoms[] = {
     {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},
     {"wg_b16_w2_u1_s4", 288, 90112, {3, 16, 2, 36}},
+    {"wgt_w64_x3_s4", 416, 170496, {4, 64, 3, 4}},
 };
 static const dsf_geom wkv_cuda_big[] = {
     {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},
     {"wg_b8_w1_u1_s4_smem200k", 160, 200 * 1024, {3, 8, 1, 36}},
 };
-#define WKV_CUDA_IMPLS                                                                                                 \
-    DSF_ENG_IMPL_ON("cuda", wkv_cuda_real, wkv_cuda_geoms, DSF_GATE_NONE,                               \
-                 "wgmma m64nNk32 e4m3 per K block, fp32 promotion in K order", wkv_attrs, "sm_90"), \
-        DSF_ENG_IMPL_ON("cuda_ctl_skip", wkv_cuda_skip, wkv_cuda_ctl_geoms, DSF_GATE_1,                 \
-                     "never writes the last output of the last row", wkv_attrs, "sm_90"),                                       \
-        DSF_ENG_IMPL_ON("cuda_ctl_order", wkv_cuda_geom, wkv_cuda_ctl_geoms, DSF_GATE_2,                \
-                     "splits K with a bf16 partial at 2 warpgroups a block (order follows the geometry)",           \
-                     wkv_attrs, "sm_90"),                                                                                       \
-        DSF_ENG_IMPL_ON("cuda_ctl_scale", wkv_cuda_wrong, wkv_cuda_ctl_geoms, DSF_GATE_3,               \
-                     "weight scale exponent off by one", wkv_attrs, "sm_90"),                                                   \
-        DSF_ENG_IMPL_ON("cuda_ctl_batch", wkv_cuda_batch, wkv_cuda_ctl_geoms, DSF_GATE_4,               \
-                     "splits K with a bf16 partial in calls of more than 64 rows (split by row count)", wkv_attrs, "sm_90"),               \
-        DSF_ENG_IMPL("cuda_ctl_smem", DSF_BACKEND_CUDA, wkv_cuda_real, wkv_cuda_big, DSF_GATE_LIMITS,            \
+#define WKV_CUDA_IMPLS                                                                                          \
+    DSF_ENG_IMPL_ON("cuda", wkv_cuda_real, wkv_cuda_geoms, DSF_GATE_NONE,                                      \
+                    "wgmma m64nNk32 e4m3 per K block, fp32 promotion in K order", wkv_attrs, "sm_90"),          \
+        DSF_ENG_IMPL_ON("cuda_ctl_skip", wkv_cuda_skip, wkv_cuda_ctl_geoms, DSF_GATE_1,                        \
+                        "never writes the last output of the last row", wkv_attrs, "sm_90"),                   \
+        DSF_ENG_IMPL_ON("cuda_ctl_order", wkv_cuda_geom, wkv_cuda_ctl_geoms, DSF_GATE_2,                       \
+                        "splits K with a bf16 partial at 2 warpgroups a block (order follows the geometry)",   \
+                        wkv_attrs, "sm_90"),                                                                   \
+        DSF_ENG_IMPL_ON("cuda_ctl_scale", wkv_cuda_wrong, wkv_cuda_ctl_geoms, DSF_GATE_3,                      \
+                        "weight scale exponent off by one", wkv_attrs, "sm_90"),                               \
+        DSF_ENG_IMPL_ON("cuda_ctl_batch", wkv_cuda_batch, wkv_cuda_ctl_geoms, DSF_GATE_4,                      \
+                        "splits K with a bf16 partial in calls of more than 64 rows (split by row count)",     \
+                        wkv_attrs, "sm_90"),                                                                   \
+        DSF_ENG_IMPL("cuda_ctl_smem", DSF_BACKEND_CUDA, wkv_cuda_real, wkv_cuda_big, DSF_GATE_LIMITS,          \
                      "200 KB of dynamic shared memory checked against every target (sm_86 holds 99 KB)", wkv_attrs)
 #endif
 
@@ -143,7 +144,8 @@ static const dsf_impl wkv_real_impls[] = {
     DSF_ENG_IMPL_ON("cuda", wkv_cuda_real, wkv_cuda_geoms, DSF_GATE_NONE,
                  "wgmma m64nNk32 e4m3 per K block, fp32 promotion in K order", wkv_attrs, "sm_90"),
     DSF_ENG_IMPL_ON("cuda_ctl_order", wkv_cuda_geom, wkv_cuda_ctl_geoms, DSF_GATE_2,
-                 "splits K with a bf16 partial at 2 warpgroups a block (order follows the geometry)", wkv_attrs, "sm_90"),
+                    "splits K with a bf16 partial at 2 warpgroups a block (order follows the geometry)", wkv_attrs,
+                    "sm_90"),
     DSF_ENG_IMPL_ON("cuda_ctl_scale", wkv_cuda_wrong, wkv_cuda_ctl_geoms, DSF_GATE_3,
                  "weight scale exponent off by one", wkv_attrs, "sm_90"),
 };

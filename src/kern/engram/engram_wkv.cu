@@ -8,7 +8,7 @@
 #define ENG_WG_MAXS 16
 
 // Block: NWG consumer warpgroups of 64 weight rows each, then one producer warp; BN tokens; stages of U atoms.
-template <int BN, int NWG, int U, int DB>
+template <int BN, int NWG, int U>
 __global__ void __launch_bounds__(128 * NWG + 32)
     eng_wkv_wg(const __grid_constant__ CUtensorMap tw, const __grid_constant__ CUtensorMap tx,
                const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(128 * NWG + 32)
     asm volatile("bar.sync 1, %0;\n" ::"n"(128 * NWG) : "memory");
     int wg = warp >> 2, g = lane >> 2, q = lane & 3;
     int split = (fault == DSF_ENG_GEOM && NWG >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
-    float acc[R], d[DB ? 2 : 1][NB][R];
+    float acc[R], d[NB][R];
 #pragma unroll
     for (int i = 0; i < R; i++) acc[i] = 0.0f;
     const float *swr = sws + (wg * 64 + (warp & 3) * 16) / 32;
@@ -95,32 +95,10 @@ __global__ void __launch_bounds__(128 * NWG + 32)
         __syncwarp();
         if (lane == 0) eng_mbar_arrive(&empty[kt % stages]);
     };
-    if (!DB) {
-        for (int kt = 0; kt < KT; kt++) {
-            issue(kt, d[0]);
-            eng_wg_wait<0>();
-            promote(kt, d[0]);
-        }
-    } else {
-        // Two accumulator sets: stage kt + 1 runs on the tensor cores while stage kt is promoted.
-        issue(0, d[0]);
-        for (int kt = 0; kt < KT; kt += 2) {
-            if (kt + 1 < KT) {
-                issue(kt + 1, d[DB]);
-                eng_wg_wait<1>();
-            } else {
-                eng_wg_wait<0>();
-            }
-            promote(kt, d[0]);
-            if (kt + 1 >= KT) break;
-            if (kt + 2 < KT) {
-                issue(kt + 2, d[0]);
-                eng_wg_wait<1>();
-            } else {
-                eng_wg_wait<0>();
-            }
-            promote(kt + 1, d[DB]);
-        }
+    for (int kt = 0; kt < KT; kt++) {
+        issue(kt, d);
+        eng_wg_wait<0>();
+        promote(kt, d);
     }
     int64_t n = n0 + wg * 64 + (warp & 3) * 16 + g;
 #pragma unroll
@@ -132,20 +110,22 @@ typedef void (*wg_fn)(const CUtensorMap, const CUtensorMap, const uint8_t *, con
 
 // Geometry {3, BN tokens a block, NWG warpgroups, 32 U + stages}: U atoms (4U blocks) a stage.
 static wg_fn wg_pick(const dsf_geom *g) {
-    int u = g->p[3] / 32 % 8, db = g->p[3] / 256;
-#define ENG_WG_PICK(B, W, A, D) \
-    if (g->p[1] == B && g->p[2] == W && u == A && db == D) return eng_wkv_wg<B, W, A, D>;
-    ENG_WG_PICK(8, 1, 1, 0)
-    ENG_WG_PICK(8, 1, 2, 0) ENG_WG_PICK(8, 2, 2, 0) ENG_WG_PICK(16, 2, 1, 0) ENG_WG_PICK(32, 2, 1, 0)
-        ENG_WG_PICK(64, 2, 1, 0) ENG_WG_PICK(8, 1, 1, 1) ENG_WG_PICK(8, 1, 2, 1) ENG_WG_PICK(8, 2, 1, 1)
-            ENG_WG_PICK(16, 2, 1, 1) ENG_WG_PICK(32, 2, 1, 1)
-#undef ENG_WG_PICK
-                return NULL;
+    static const struct {
+        int bn, nwg, u;
+        wg_fn fn;
+    } fns[] = {{8, 1, 1, eng_wkv_wg<8, 1, 1>},
+               {8, 1, 2, eng_wkv_wg<8, 1, 2>},
+               {8, 2, 2, eng_wkv_wg<8, 2, 2>},
+               {16, 2, 1, eng_wkv_wg<16, 2, 1>},
+               {32, 2, 1, eng_wkv_wg<32, 2, 1>}};
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+        if (g->p[1] == fns[i].bn && g->p[2] == fns[i].nwg && g->p[3] / 32 == fns[i].u) return fns[i].fn;
+    return NULL;
 }
 
 static long wg_smem(const dsf_geom *g, int64_t K) {
     long bm = 64L * g->p[2], bn = g->p[1];
-    return (long)(g->p[3] % 32) * (g->p[3] / 32 % 8) * (bm + bn) * ENG_WG_KT + 4 * (K / 32) * (bn + bm / 32) + 1024;
+    return (long)(g->p[3] % 32) * (g->p[3] / 32) * (bm + bn) * ENG_WG_KT + 4 * (K / 32) * (bn + bm / 32) + 1024;
 }
 
 // cuTensorMapEncodeTiled through the runtime's driver entry point (no link against the driver library).
@@ -164,7 +144,7 @@ static PFN_cuTensorMapEncodeTiled_v12000 encoder(dsf_err *e) {
 }
 
 // rows x K bytes, row-major, read in boxes of 128 bytes x box_rows with the 128-byte swizzle; rows past the end are 0.
-static int tmap(CUtensorMap *m, const void *p, int64_t rows, int64_t K, int box_rows, const char *what, dsf_err *e) {
+int dsf_eng_tmap(CUtensorMap *m, const void *p, int64_t rows, int64_t K, int box_rows, const char *what, dsf_err *e) {
     PFN_cuTensorMapEncodeTiled_v12000 enc = encoder(e);
     if (!enc) return -1;
     cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)K};
@@ -186,6 +166,7 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
                         (long long)N, (long long)K);
     if ((uintptr_t)xq % 16 || (uintptr_t)w % 16 || (uintptr_t)y % 4)
         return dsf_fail(e, "engram_wkv: xq and w need 16-byte alignment, y 4-byte");
+    if (g->p[0] == 4) return dsf_eng_wgt_launch(stream, g, xq, xs, w, ws, y, T, N, K, fault, e);
     wg_fn fn = g->p[0] == 3 ? wg_pick(g) : NULL;
     int bn = g->p[1], nwg = g->p[2], stages = g->p[3] % 32;
     if (!fn || g->threads != 128 * nwg + 32 || stages < 2 || stages > ENG_WG_MAXS)
@@ -199,7 +180,7 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
     if (T == 0) return 0;
     if (N > INT32_MAX || T > INT32_MAX) return dsf_fail(e, "engram_wkv: %lld rows exceed a tensor map", (long long)N);
     CUtensorMap mw, mx;
-    if (tmap(&mw, w, N, K, 64 * nwg, "w", e) || tmap(&mx, xq, T, K, bn, "xq", e)) return -1;
+    if (dsf_eng_tmap(&mw, w, N, K, 64 * nwg, "w", e) || dsf_eng_tmap(&mx, xq, T, K, bn, "xq", e)) return -1;
     dim3 grid((unsigned)((T + bn - 1) / bn), (unsigned)((N + 64 * nwg - 1) / (64 * nwg)));
     if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
     DSF_CUDA_TRY(e, cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, g->dyn_smem));
@@ -215,10 +196,10 @@ extern "C" int dsf_engram_wkv_cuda(void *stream, const dsf_geom *g, const uint8_
 }
 
 extern "C" int dsf_engram_wkv_cuda_fn_attrs(const dsf_geom *g, dsf_func_attrs *out, dsf_err *e) {
-    wg_fn fn = g->p[0] == 3 ? wg_pick(g) : NULL;
+    const void *fn = g->p[0] == 3 ? (const void *)wg_pick(g) : g->p[0] == 4 ? dsf_eng_wgt_fn(g) : NULL;
     if (!fn) return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
     cudaFuncAttributes a;
-    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, (const void *)fn));
+    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, fn));
     out->regs_per_thread = a.numRegs;
     out->static_smem = (int)a.sharedSizeBytes;
     out->max_threads_per_block = a.maxThreadsPerBlock;

@@ -1,0 +1,157 @@
+// engram_wkv prefill kernel with tokens as the wgmma A operand: 64 tokens a warpgroup by BW weight rows a block.
+#include "kern/engram/engram_wg.cuh"
+
+#define ENG_WGT_KT 128
+#define ENG_WGT_MAXS 8
+
+// Block: NWG warpgroups of 64 tokens each sharing BW weight rows, then PW producer warps; stages of 4 blocks.
+template <int BW, int NWG, int PW>
+__global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
+    eng_wkv_wgt(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
+                const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
+                int64_t N, int64_t K, int stages, int fault) {
+    enum { TB = 64 * NWG, SA = TB * ENG_WGT_KT, STAGE = (TB + BW) * ENG_WGT_KT, R = BW / 2, RB = BW / 32 };
+    extern __shared__ uint8_t eng_dyn[];
+    __shared__ uint64_t full[ENG_WGT_MAXS], empty[ENG_WGT_MAXS];
+    // Stages 1024-aligned ([TB][128] tokens, [BW][128] weights), then weight scales [KB][RB], token scales [TB][KB].
+    uint8_t *base = eng_dyn + ((1024 - (eng_smem(eng_dyn) & 1023)) & 1023);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int64_t t0 = (int64_t)blockIdx.x * TB, n0 = (int64_t)blockIdx.y * BW;
+    int KB = (int)(K / 32), KT = (KB + 3) / 4;
+    float *sws = (float *)(base + (size_t)stages * STAGE);
+    uint8_t *sxs = (uint8_t *)(sws + (size_t)KB * RB);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++) eng_mbar_init(&full[s], 1), eng_mbar_init(&empty[s], 4 * NWG);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (warp >= 4 * NWG) {
+        // Producer (one warp, or a warpgroup that gives its registers to the consumers): lane 0 fills the stages.
+        if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+        for (int kt = 0; kt < KT && warp == 4 * NWG && lane == 0; kt++) {
+            int s = kt % stages, use = kt / stages;
+            uint8_t *st = base + (size_t)s * STAGE;
+            if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
+            eng_mbar_expect(&full[s], STAGE);
+            eng_tma(st, &tx, kt * ENG_WGT_KT, (int)t0, &full[s]);
+            eng_tma(st + SA, &tw, kt * ENG_WGT_KT, (int)n0, &full[s]);
+        }
+        return;
+    }
+    if (PW == 4) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(NWG == 3 ? 160 : 232));
+    // The block's token scales are one run of xs (rows t0.. are contiguous); tokens past the end get 127.
+    int64_t have = (T - t0 < TB ? T - t0 : TB) * KB, words = ((uintptr_t)(xs + t0 * KB) & 3) ? 0 : have / 4;
+    for (int64_t i = threadIdx.x; i < words; i += 128 * NWG)
+        ((uint32_t *)sxs)[i] = ((const uint32_t *)(xs + t0 * KB))[i];
+    for (int64_t i = 4 * words + threadIdx.x; i < (int64_t)TB * KB; i += 128 * NWG)
+        sxs[i] = i < have ? xs[t0 * KB + i] : 127;
+    for (int i = threadIdx.x; i < RB * KB; i += 128 * NWG) {
+        int64_t n = n0 + 32 * (i / KB);
+        uint32_t b = n < N ? ws[(n / 32) * KB + i % KB] : 127;
+        sws[(i % KB) * RB + i / KB] = eng_e8m0(fault == DSF_ENG_WRONG ? b + 1 : b);
+    }
+    asm volatile("bar.sync 1, %0;\n" ::"n"(128 * NWG) : "memory");
+    int wg = warp >> 2, g = lane >> 2, q = lane & 3;
+    int split = (fault == DSF_ENG_GEOM && NWG >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
+    // This thread's tokens: rows g and g + 8 of its warp's 16; its weights: 8j + 2q and 8j + 2q + 1.
+    const uint8_t *sa_lo = sxs + (size_t)(wg * 64 + (warp & 3) * 16 + g) * KB, *sa_hi = sa_lo + 8 * KB;
+    float acc[R], d[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) acc[i] = 0.0f;
+    int split_kb = split ? KB / 2 : -1, slot = 0, phase = 0;
+    const uint8_t *st = base;
+    // Block j (of 4) of the current stage into dd, as one commit group.
+    auto issue = [&](int j, float(&dd)[R]) {
+        eng_wg_fence();
+        eng_wgmma(dd, eng_desc(st + wg * 64 * ENG_WGT_KT) + 2 * j, eng_desc(st + SA) + 2 * j);
+        eng_wg_commit();
+    };
+    // acc = fma(d, sa * sw, acc); the scale of (token, weight) is the same product as in the weights-as-A kernel.
+    auto promote = [&](int kb, float(&dd)[R]) {
+        eng_wg_hold(dd);
+        if (kb == split_kb)
+#pragma unroll
+            for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
+        float lo = eng_e8m0(sa_lo[kb]), hi = eng_e8m0(sa_hi[kb]);
+#pragma unroll
+        for (int b = 0; b < RB; b++) {
+            float sw = sws[kb * RB + b], s0 = __fmul_rn(lo, sw), s1 = __fmul_rn(hi, sw);
+#pragma unroll
+            for (int i = 4 * b; i < 4 * b + 4; i++) {
+                acc[4 * i] = __fmaf_rn(dd[4 * i], s0, acc[4 * i]);
+                acc[4 * i + 1] = __fmaf_rn(dd[4 * i + 1], s0, acc[4 * i + 1]);
+                acc[4 * i + 2] = __fmaf_rn(dd[4 * i + 2], s1, acc[4 * i + 2]);
+                acc[4 * i + 3] = __fmaf_rn(dd[4 * i + 3], s1, acc[4 * i + 3]);
+            }
+        }
+    };
+    // The slot goes back to the producer; the next stage's slot is waited for.
+    auto next = [&](int kt) {
+        __syncwarp();
+        if (lane == 0) eng_mbar_arrive(&empty[slot]);
+        if (++slot == stages) slot = 0, phase ^= 1;
+        st = base + (size_t)slot * STAGE;
+        if (kt + 1 < KT) eng_mbar_wait(&full[slot], phase);
+    };
+    eng_mbar_wait(&full[0], 0);
+    for (int kt = 0; kt < KT; kt++) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (kt * 4 + j >= KB) break;
+            issue(j, d);
+            eng_wg_wait<0>();
+            promote(kt * 4 + j, d);
+        }
+        next(kt);
+    }
+    int64_t t = t0 + wg * 64 + (warp & 3) * 16 + g;
+#pragma unroll
+    for (int i = 0; i < BW / 8; i++) {
+        int64_t n = n0 + 8 * i + 2 * q;
+        eng_store(y, T, N, t, n, acc[4 * i], fault);
+        eng_store(y, T, N, t, n + 1, acc[4 * i + 1], fault);
+        eng_store(y, T, N, t + 8, n, acc[4 * i + 2], fault);
+        eng_store(y, T, N, t + 8, n + 1, acc[4 * i + 3], fault);
+    }
+}
+
+typedef void (*wgt_fn)(const CUtensorMap, const CUtensorMap, const uint8_t *, const uint8_t *, uint16_t *, int64_t,
+                       int64_t, int64_t, int, int);
+
+// Geometry {4, BW weight rows a block, NWG warpgroups of 64 tokens, stages}; threads 128 NWG + 32 producer warps.
+static wgt_fn wgt_pick(const dsf_geom *g) {
+    int bw = g->p[1], nwg = g->p[2], pw = (g->threads - 128 * nwg) / 32;
+    if (bw == 128 && nwg == 2 && pw == 1) return eng_wkv_wgt<128, 2, 1>;
+    if (bw == 128 && nwg == 3 && pw == 4) return eng_wkv_wgt<128, 3, 4>;
+    if (bw == 64 && nwg == 3 && pw == 1) return eng_wkv_wgt<64, 3, 1>;
+    return NULL;
+}
+
+const void *dsf_eng_wgt_fn(const dsf_geom *g) {
+    return (const void *)wgt_pick(g);
+}
+
+int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const uint8_t *xs, const uint8_t *w,
+                       const uint8_t *ws, uint16_t *y, int64_t T, int64_t N, int64_t K, int fault, dsf_err *e) {
+    wgt_fn fn = wgt_pick(g);
+    int bw = g->p[1], tb = 64 * g->p[2], stages = g->p[3];
+    if (!fn || stages < 2 || stages > ENG_WGT_MAXS)
+        return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
+    long kb = (long)(K / 32), need = (long)stages * (tb + bw) * ENG_WGT_KT + 4 * kb * (bw / 32) + tb * kb + 1024;
+    if (g->dyn_smem < need)
+        return dsf_fail(e,
+                        "engram_wkv geometry %s: declares %d bytes of dynamic shared memory, its stages and scales "
+                        "at K %lld need %ld",
+                        g->name, g->dyn_smem, (long long)K, need);
+    if (T == 0) return 0;
+    if (N > INT32_MAX || T > INT32_MAX) return dsf_fail(e, "engram_wkv: %lld rows exceed a tensor map", (long long)N);
+    CUtensorMap mx, mw;
+    if (dsf_eng_tmap(&mx, xq, T, K, tb, "xq", e) || dsf_eng_tmap(&mw, w, N, K, bw, "w", e)) return -1;
+    // Token tiles vary fastest: the blocks that share a weight tile run together and read it from L2.
+    dim3 grid((unsigned)((T + tb - 1) / tb), (unsigned)((N + bw - 1) / bw));
+    if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
+    DSF_CUDA_TRY(e, cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, g->dyn_smem));
+    fn<<<grid, g->threads, g->dyn_smem, (cudaStream_t)stream>>>(mx, mw, xs, ws, y, T, N, K, stages, fault);
+    DSF_CUDA_LAUNCHED(e, "engram_wkv");
+    return 0;
+}
