@@ -10,10 +10,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee
 timeout 100 "$b"/dsfold contract --backend cuda --only compress >"$out/contract.log" 2>&1
 echo "contract rc=$?"
 wait
-timeout 35 "$b"/bench_compress >"$out/bench.txt" 2>&1
+timeout 120 "$b"/bench_compress >"$out/bench.txt" 2>&1
 echo "bench rc=$?"
 if [ -x "$b"/bench_compress_base ]; then
-    timeout 35 "$b"/bench_compress_base >"$out/bench_base.txt" 2>&1
+    timeout 120 "$b"/bench_compress_base >"$out/bench_base.txt" 2>&1
     echo "bench_base rc=$?"
 fi
 t=bench/bench_compress_torch.py

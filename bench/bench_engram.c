@@ -124,7 +124,8 @@ static double time_run(gpu *G, int what, const dsf_geom *g, int T) {
     return dsf_bench_median_us(0, run_once, &c, 3, 30, 1) * 1e-6;
 }
 
-static void bench_gpu(void) {
+// Every geometry at every size, or (only_T > 0) one named geometry at one size, for a profiler.
+static void bench_gpu(int only_T, const char *only_geom) {
     int dev;
     if (cudaGetDevice(&dev) != cudaSuccess) {
         printf("BENCH gpu none\n");
@@ -157,12 +158,21 @@ static void bench_gpu(void) {
     static const dsf_geom geoms[] = {
         {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},  {"wg_b8_w1_u2_s2", 160, 45568, {3, 8, 1, 66}},
         {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 90112, {3, 16, 2, 36}},
-        {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 159744, {4, 128, 2, 4}},
-        {"wgt_w128_x3_pw4_s4", 512, 204800, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 170496, {4, 64, 3, 4}},
-        {"wgt_w128_x2_s5", 288, 192512, {4, 128, 2, 5}},
+        {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 134400, {4, 128, 2, 4}},
+        {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 135296, {4, 64, 3, 4}},
+        {"wgt_w128_x3_pw4_s5", 512, 209984, {4, 128, 3, 5}},  {"wgt_w128_x2_s6", 288, 201088, {4, 128, 2, 6}},
     };
     // Prefill times only the tokens-as-A kernels; every size checks the first geometry against the last bit for bit.
     enum { NG = sizeof geoms / sizeof geoms[0] };
+    if (only_T > 0) {
+        for (int gi = 0; gi < NG; gi++)
+            if (!strcmp(geoms[gi].name, only_geom) && only_T <= TMAX) {
+                printf("BENCH wkv_t%d_%s_us %.2f\n", only_T, only_geom, time_run(&G, 0, &geoms[gi], only_T) * 1e6);
+                return;
+            }
+        fprintf(stderr, "bench_engram: no geometry %s, or %d tokens is past %d\n", only_geom, only_T, TMAX);
+        exit(2);
+    }
     int Ts[] = {1, 8, 64, 4096};
     for (int ti = 0; ti < 4; ti++) {
         int T = Ts[ti];
@@ -197,12 +207,16 @@ static void bench_gpu(void) {
 }
 #endif
 
+// bench_engram [ROWS [TOKENS GEOMETRY]]: ROWS sizes the gather table; TOKENS and GEOMETRY time one wkv case only.
 int main(int argc, char **argv) {
     int64_t rows = argc > 1 ? atoll(argv[1]) : 4000000;
-    printf("BENCH gather_table_rows %lld\n", (long long)rows);
-    bench_gather(rows);
+    int only_T = argc > 3 ? atoi(argv[2]) : 0;
+    if (only_T <= 0) {
+        printf("BENCH gather_table_rows %lld\n", (long long)rows);
+        bench_gather(rows);
+    }
 #ifdef DSF_HAVE_CUDA
-    bench_gpu();
+    bench_gpu(only_T, argc > 3 ? argv[3] : NULL);
 #endif
     return 0;
 }

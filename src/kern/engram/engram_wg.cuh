@@ -142,6 +142,9 @@ __device__ __forceinline__ void eng_wgmma(float (&d)[64], uint64_t a, uint64_t b
 // Host: a tensor map of rows x K bytes read in boxes of 128 bytes x box_rows, 128-byte swizzle (engram_wkv.cu).
 int dsf_eng_tmap(CUtensorMap *m, const void *p, int64_t rows, int64_t K, int box_rows, const char *what, dsf_err *e);
 
+// Host: raises fn's dynamic shared memory limit to bytes, once per function and size (engram_wkv.cu).
+int dsf_eng_smem_limit(const void *fn, int bytes, dsf_err *e);
+
 // Host: the tokens-as-A kernel of engram_wkv_t.cu (geometry kind 4): its function, or its checks and launch.
 const void *dsf_eng_wgt_fn(const dsf_geom *g);
 int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const uint8_t *xs, const uint8_t *w,

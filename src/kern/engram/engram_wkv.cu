@@ -1,5 +1,6 @@
 // engram_wkv with wgmma (sm_90a): e4m3 codes straight to the tensor cores, one m64nNk32 per 32-block, fp32 promotion.
 #include <cudaTypedefs.h>
+#include <pthread.h>
 
 #include "kern/engram/engram_wg.cuh"
 
@@ -128,6 +129,26 @@ static long wg_smem(const dsf_geom *g, int64_t K) {
     return (long)(g->p[3] % 32) * (g->p[3] / 32) * (bm + bn) * ENG_WG_KT + 4 * (K / 32) * (bn + bm / 32) + 1024;
 }
 
+// Raises fn's dynamic shared memory limit to bytes once: the driver call is not repeated on every launch.
+int dsf_eng_smem_limit(const void *fn, int bytes, dsf_err *e) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static const void *fns[64];
+    static int lim[64], n;
+    int rc = 0, i;
+    pthread_mutex_lock(&mu);
+    for (i = 0; i < n && fns[i] != fn; i++) {
+    }
+    if (i == n || lim[i] < bytes) {
+        cudaError_t c = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+        if (c != cudaSuccess)
+            rc = dsf_fail(e, "engram_wkv: %d bytes of dynamic shared memory refused: %s", bytes, cudaGetErrorString(c));
+        else if (i < 64)
+            fns[i] = fn, lim[i] = bytes, n += i == n;
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
 // cuTensorMapEncodeTiled through the runtime's driver entry point (no link against the driver library).
 static PFN_cuTensorMapEncodeTiled_v12000 encoder(dsf_err *e) {
     static PFN_cuTensorMapEncodeTiled_v12000 fn;
@@ -183,7 +204,7 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
     if (dsf_eng_tmap(&mw, w, N, K, 64 * nwg, "w", e) || dsf_eng_tmap(&mx, xq, T, K, bn, "xq", e)) return -1;
     dim3 grid((unsigned)((T + bn - 1) / bn), (unsigned)((N + 64 * nwg - 1) / (64 * nwg)));
     if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
-    DSF_CUDA_TRY(e, cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, g->dyn_smem));
+    if (dsf_eng_smem_limit((const void *)fn, g->dyn_smem, e)) return -1;
     fn<<<grid, g->threads, g->dyn_smem, (cudaStream_t)stream>>>(mw, mx, xs, ws, y, T, N, K, stages, fault);
     DSF_CUDA_LAUNCHED(e, "engram_wkv");
     return 0;

@@ -11,55 +11,68 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
                 const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
                 int64_t N, int64_t K, int stages, int fault) {
     enum { TB = 64 * NWG, SA = TB * ENG_WGT_KT, STAGE = (TB + BW) * ENG_WGT_KT, R = BW / 2, RB = BW / 32 };
+    // A stage's scales: token scale bytes [4][TB], then weight scales as floats [4][RB].
+    enum { SCB = 4 * TB + 16 * RB, NP = 32 * PW - 1 };
     extern __shared__ uint8_t eng_dyn[];
     __shared__ uint64_t full[ENG_WGT_MAXS], empty[ENG_WGT_MAXS];
-    // Stages 1024-aligned ([TB][128] tokens, [BW][128] weights), then weight scales [KB][RB], token scales [TB][KB].
+    // Stages 1024-aligned ([TB][128] tokens, [BW][128] weights), then each stage's scales (SCB bytes).
     uint8_t *base = eng_dyn + ((1024 - (eng_smem(eng_dyn) & 1023)) & 1023);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int64_t t0 = (int64_t)blockIdx.x * TB, n0 = (int64_t)blockIdx.y * BW;
     int KB = (int)(K / 32), KT = (KB + 3) / 4;
-    float *sws = (float *)(base + (size_t)stages * STAGE);
-    uint8_t *sxs = (uint8_t *)(sws + (size_t)KB * RB);
+    uint8_t *scl = base + (size_t)stages * STAGE;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; s++) eng_mbar_init(&full[s], 1), eng_mbar_init(&empty[s], 4 * NWG);
+        for (int s = 0; s < stages; s++) eng_mbar_init(&full[s], 32 * PW), eng_mbar_init(&empty[s], 4 * NWG);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
     if (warp >= 4 * NWG) {
-        // Producer (one warp, or a warpgroup that gives its registers to the consumers): lane 0 fills the stages.
-        if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
-        for (int kt = 0; kt < KT && warp == 4 * NWG && lane == 0; kt++) {
+        // Producers (a warp, or a warpgroup that lends its registers): thread 0 starts the tensor copies, the others
+        // copy the stage's scales; every producer thread arrives on the stage's barrier.
+        if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        int p = threadIdx.x - 128 * NWG, words = KB % 4 == 0 && ((uintptr_t)xs & 3) == 0;
+        for (int kt = 0; kt < KT; kt++) {
             int s = kt % stages, use = kt / stages;
-            uint8_t *st = base + (size_t)s * STAGE;
+            uint8_t *st = base + (size_t)s * STAGE, *sc = scl + (size_t)s * SCB;
             if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
-            eng_mbar_expect(&full[s], STAGE);
-            eng_tma(st, &tx, kt * ENG_WGT_KT, (int)t0, &full[s]);
-            eng_tma(st + SA, &tw, kt * ENG_WGT_KT, (int)n0, &full[s]);
+            if (p == 0) {
+                eng_mbar_expect(&full[s], STAGE);
+                eng_tma(st, &tx, kt * ENG_WGT_KT, (int)t0, &full[s]);
+                eng_tma(st + SA, &tw, kt * ENG_WGT_KT, (int)n0, &full[s]);
+                continue;
+            }
+            for (int i = p - 1; i < TB; i += NP) {
+                int64_t t = t0 + i;
+                const uint8_t *src = xs + t * KB + 4 * kt;
+                uint32_t v = 0x7F7F7F7Fu;
+                if (t < T && words)
+                    v = *(const uint32_t *)src;
+                else if (t < T)
+                    for (int j = 0; j < 4 && 4 * kt + j < KB; j++)
+                        v = (v & ~(0xFFu << 8 * j)) | (uint32_t)src[j] << 8 * j;
+#pragma unroll
+                for (int j = 0; j < 4; j++) sc[j * TB + i] = (uint8_t)(v >> 8 * j);
+            }
+            for (int i = p - 1; i < 4 * RB; i += NP) {
+                int j = i / RB, kb = 4 * kt + j;
+                int64_t n = n0 + 32 * (i % RB);
+                uint32_t b = n < N && kb < KB ? ws[(n / 32) * KB + kb] : 127;
+                ((float *)(sc + 4 * TB))[i] = eng_e8m0(fault == DSF_ENG_WRONG ? b + 1 : b);
+            }
+            eng_mbar_arrive(&full[s]);
         }
         return;
     }
-    if (PW == 4) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(NWG == 3 ? 160 : 232));
-    // The block's token scales are one run of xs (rows t0.. are contiguous); tokens past the end get 127.
-    int64_t have = (T - t0 < TB ? T - t0 : TB) * KB, words = ((uintptr_t)(xs + t0 * KB) & 3) ? 0 : have / 4;
-    for (int64_t i = threadIdx.x; i < words; i += 128 * NWG)
-        ((uint32_t *)sxs)[i] = ((const uint32_t *)(xs + t0 * KB))[i];
-    for (int64_t i = 4 * words + threadIdx.x; i < (int64_t)TB * KB; i += 128 * NWG)
-        sxs[i] = i < have ? xs[t0 * KB + i] : 127;
-    for (int i = threadIdx.x; i < RB * KB; i += 128 * NWG) {
-        int64_t n = n0 + 32 * (i / KB);
-        uint32_t b = n < N ? ws[(n / 32) * KB + i % KB] : 127;
-        sws[(i % KB) * RB + i / KB] = eng_e8m0(fault == DSF_ENG_WRONG ? b + 1 : b);
-    }
-    asm volatile("bar.sync 1, %0;\n" ::"n"(128 * NWG) : "memory");
+    if (PW == 4) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(NWG == 3 ? 152 : 232));
     int wg = warp >> 2, g = lane >> 2, q = lane & 3;
     int split = (fault == DSF_ENG_GEOM && NWG >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
     // This thread's tokens: rows g and g + 8 of its warp's 16; its weights: 8j + 2q and 8j + 2q + 1.
-    const uint8_t *sa_lo = sxs + (size_t)(wg * 64 + (warp & 3) * 16 + g) * KB, *sa_hi = sa_lo + 8 * KB;
+    int tok = wg * 64 + (warp & 3) * 16 + g;
     float acc[R], d[R];
 #pragma unroll
     for (int i = 0; i < R; i++) acc[i] = 0.0f;
     int split_kb = split ? KB / 2 : -1, slot = 0, phase = 0;
-    const uint8_t *st = base;
+    const uint8_t *st = base, *sc = scl;
     // Block j (of 4) of the current stage into dd, as one commit group.
     auto issue = [&](int j, float(&dd)[R]) {
         eng_wg_fence();
@@ -72,10 +85,11 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
         if (kb == split_kb)
 #pragma unroll
             for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
-        float lo = eng_e8m0(sa_lo[kb]), hi = eng_e8m0(sa_hi[kb]);
+        int j = kb & 3;
+        float lo = eng_e8m0(sc[j * TB + tok]), hi = eng_e8m0(sc[j * TB + tok + 8]);
 #pragma unroll
         for (int b = 0; b < RB; b++) {
-            float sw = sws[kb * RB + b], s0 = __fmul_rn(lo, sw), s1 = __fmul_rn(hi, sw);
+            float sw = ((const float *)(sc + 4 * TB))[j * RB + b], s0 = __fmul_rn(lo, sw), s1 = __fmul_rn(hi, sw);
 #pragma unroll
             for (int i = 4 * b; i < 4 * b + 4; i++) {
                 acc[4 * i] = __fmaf_rn(dd[4 * i], s0, acc[4 * i]);
@@ -90,7 +104,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
         __syncwarp();
         if (lane == 0) eng_mbar_arrive(&empty[slot]);
         if (++slot == stages) slot = 0, phase ^= 1;
-        st = base + (size_t)slot * STAGE;
+        st = base + (size_t)slot * STAGE, sc = scl + (size_t)slot * SCB;
         if (kt + 1 < KT) eng_mbar_wait(&full[slot], phase);
     };
     eng_mbar_wait(&full[0], 0);
@@ -137,7 +151,7 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     int bw = g->p[1], tb = 64 * g->p[2], stages = g->p[3];
     if (!fn || stages < 2 || stages > ENG_WGT_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
-    long kb = (long)(K / 32), need = (long)stages * (tb + bw) * ENG_WGT_KT + 4 * kb * (bw / 32) + tb * kb + 1024;
+    long need = (long)stages * ((tb + bw) * ENG_WGT_KT + 4 * tb + 16 * (bw / 32)) + 1024;
     if (g->dyn_smem < need)
         return dsf_fail(e,
                         "engram_wkv geometry %s: declares %d bytes of dynamic shared memory, its stages and scales "
@@ -150,7 +164,7 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     // Token tiles vary fastest: the blocks that share a weight tile run together and read it from L2.
     dim3 grid((unsigned)((T + tb - 1) / tb), (unsigned)((N + bw - 1) / bw));
     if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
-    DSF_CUDA_TRY(e, cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, g->dyn_smem));
+    if (dsf_eng_smem_limit((const void *)fn, g->dyn_smem, e)) return -1;
     fn<<<grid, g->threads, g->dyn_smem, (cudaStream_t)stream>>>(mx, mw, xs, ws, y, T, N, K, stages, fault);
     DSF_CUDA_LAUNCHED(e, "engram_wkv");
     return 0;
