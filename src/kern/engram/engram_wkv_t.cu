@@ -27,8 +27,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
     }
     __syncthreads();
     if (warp >= 4 * NWG) {
-        // Producers (a warp, or a warpgroup that lends its registers): thread 0 starts the tensor copies, the others
-        // copy the stage's scales; every producer thread arrives on the stage's barrier.
+        // Producers (a warp, or a warpgroup lending its registers): thread 0 starts the copies, the rest copy scales.
         if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         int p = threadIdx.x - 128 * NWG, words = KB % 4 == 0 && ((uintptr_t)xs & 3) == 0;
         for (int kt = 0; kt < KT; kt++) {
