@@ -160,6 +160,8 @@ static void bench_gpu(int only_T, const char *only_geom) {
         {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 90112, {3, 16, 2, 36}},
         {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 134400, {4, 128, 2, 4}},
         {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 135296, {4, 64, 3, 4}},
+        {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},  {"wgt_w64_x3_s4_db", 416, 135296, {4, 64, 3, 36}},
+        {"wgt_w64_x2_pw4_s4_db", 384, 101504, {4, 64, 2, 36}},  {"wgt_w64_x2_pw4_s6_db", 384, 151744, {4, 64, 2, 38}},
         {"wgt_w128_x3_pw4_s5", 512, 209984, {4, 128, 3, 5}},  {"wgt_w128_x2_s6", 288, 201088, {4, 128, 2, 6}},
     };
     // Prefill times only the tokens-as-A kernels; every size checks the first geometry against the last bit for bit.

@@ -74,6 +74,8 @@ static const dsf_geom wkv_cuda_geoms[] = {
     {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 90112, {3, 16, 2, 36}},
     {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 134400, {4, 128, 2, 4}},
     {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 135296, {4, 64, 3, 4}},
+    {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},  {"wgt_w64_x3_s4_db", 416, 135296, {4, 64, 3, 36}},
+    {"wgt_w64_x2_pw4_s4_db", 384, 101504, {4, 64, 2, 36}},
 };
 // Both kernels; the order control splits K at 2 warpgroups a block: red between the first and the others.
 static const dsf_geom wkv_cuda_ctl_geoms[] = {

@@ -5,7 +5,7 @@
 #define ENG_WGT_MAXS 8
 
 // Block: NWG warpgroups of 64 tokens each sharing BW weight rows, then PW producer warps; stages of 4 blocks.
-template <int BW, int NWG, int PW>
+template <int BW, int NWG, int PW, int DB>
 __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
     eng_wkv_wgt(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                 const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
@@ -67,9 +67,13 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
     int split = (fault == DSF_ENG_GEOM && NWG >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
     // This thread's tokens: rows g and g + 8 of its warp's 16; its weights: 8j + 2q and 8j + 2q + 1.
     int tok = wg * 64 + (warp & 3) * 16 + g;
-    float acc[R], d[R];
+    float acc[R], d[DB ? 2 : 1][R];
 #pragma unroll
-    for (int i = 0; i < R; i++) acc[i] = 0.0f;
+    for (int i = 0; i < R; i++) {
+        acc[i] = 0.0f;
+#pragma unroll
+        for (int b = 0; b <= DB; b++) d[b][i] = 0.0f;
+    }
     int split_kb = split ? KB / 2 : -1, slot = 0, phase = 0;
     const uint8_t *st = base, *sc = scl;
     // Block j (of 4) of the current stage into dd, as one commit group.
@@ -107,13 +111,32 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
         if (kt + 1 < KT) eng_mbar_wait(&full[slot], phase);
     };
     eng_mbar_wait(&full[0], 0);
-    for (int kt = 0; kt < KT; kt++) {
+    int kt = 0;
+    if (DB) {
+        // Two accumulator sets: each product runs while the one before it is promoted; none crosses the back edge.
+        for (; kt < KB / 4; kt++) {
+            issue(0, d[0]);
+            issue(1, d[DB]);
+            eng_wg_wait<1>();
+            promote(4 * kt, d[0]);
+            issue(2, d[0]);
+            eng_wg_wait<1>();
+            promote(4 * kt + 1, d[DB]);
+            issue(3, d[DB]);
+            eng_wg_wait<1>();
+            promote(4 * kt + 2, d[0]);
+            eng_wg_wait<0>();
+            promote(4 * kt + 3, d[DB]);
+            next(kt);
+        }
+    }
+    for (; kt < KT; kt++) {
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             if (kt * 4 + j >= KB) break;
-            issue(j, d);
+            issue(j, d[0]);
             eng_wg_wait<0>();
-            promote(kt * 4 + j, d);
+            promote(kt * 4 + j, d[0]);
         }
         next(kt);
     }
@@ -131,12 +154,15 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
 typedef void (*wgt_fn)(const CUtensorMap, const CUtensorMap, const uint8_t *, const uint8_t *, uint16_t *, int64_t,
                        int64_t, int64_t, int, int);
 
-// Geometry {4, BW weight rows a block, NWG warpgroups of 64 tokens, stages}; threads 128 NWG + 32 producer warps.
+// Geometry {4, BW weight rows, NWG warpgroups of 64 tokens, 32 double buffer + stages}; threads 128 NWG + 32 PW.
 static wgt_fn wgt_pick(const dsf_geom *g) {
-    int bw = g->p[1], nwg = g->p[2], pw = (g->threads - 128 * nwg) / 32;
-    if (bw == 128 && nwg == 2 && pw == 1) return eng_wkv_wgt<128, 2, 1>;
-    if (bw == 128 && nwg == 3 && pw == 4) return eng_wkv_wgt<128, 3, 4>;
-    if (bw == 64 && nwg == 3 && pw == 1) return eng_wkv_wgt<64, 3, 1>;
+    int bw = g->p[1], nwg = g->p[2], pw = (g->threads - 128 * nwg) / 32, db = g->p[3] / 32;
+    if (bw == 128 && nwg == 2 && pw == 1 && !db) return eng_wkv_wgt<128, 2, 1, 0>;
+    if (bw == 128 && nwg == 3 && pw == 4 && !db) return eng_wkv_wgt<128, 3, 4, 0>;
+    if (bw == 64 && nwg == 3 && pw == 1 && !db) return eng_wkv_wgt<64, 3, 1, 0>;
+    if (bw == 128 && nwg == 2 && pw == 4 && db) return eng_wkv_wgt<128, 2, 4, 1>;
+    if (bw == 64 && nwg == 3 && pw == 1 && db) return eng_wkv_wgt<64, 3, 1, 1>;
+    if (bw == 64 && nwg == 2 && pw == 4 && db) return eng_wkv_wgt<64, 2, 4, 1>;
     return NULL;
 }
 
@@ -147,7 +173,7 @@ const void *dsf_eng_wgt_fn(const dsf_geom *g) {
 int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const uint8_t *xs, const uint8_t *w,
                        const uint8_t *ws, uint16_t *y, int64_t T, int64_t N, int64_t K, int fault, dsf_err *e) {
     wgt_fn fn = wgt_pick(g);
-    int bw = g->p[1], tb = 64 * g->p[2], stages = g->p[3];
+    int bw = g->p[1], tb = 64 * g->p[2], stages = g->p[3] % 32;
     if (!fn || stages < 2 || stages > ENG_WGT_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
     long need = (long)stages * ((tb + bw) * ENG_WGT_KT + 4 * tb + 16 * (bw / 32)) + 1024;
