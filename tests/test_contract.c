@@ -205,6 +205,9 @@ static void test_limits(void) {
     TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 0, "%s", d);
     im.target = "sm_86";
     TEST_ASSERT(dsf_contract_limits(&im, 0, d, sizeof d) == 1 && strstr(d, "sm_86") != NULL);
+    d[0] = 0;
+    im.geoms = ok, im.target = "sm90";
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 1 && strstr(d, "sm90 is not in the limits"), "%s", d);
 }
 
 int main(void) {

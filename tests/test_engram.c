@@ -219,6 +219,16 @@ static void test_wkv_geometry_refusals(void) {
     TEST_ASSERT_MSG(strstr(e.msg, "wg_one_stage") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
     TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &old, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
     TEST_ASSERT_MSG(strstr(e.msg, "narrow_w4") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
+    // The tokens-as-A kernel: a thread count that is not 128 per warpgroup plus whole producer warps, a bad flag.
+    const dsf_geom odd = {"wgt_t296", 296, 200000, {4, 128, 2, 4}}, flag = {"wgt_db2", 288, 200000, {4, 128, 2, 68}};
+    const dsf_geom tiny = {"wgt_small", 288, 4096, {4, 128, 2, 4}};
+    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &odd, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, "wgt_t296") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
+    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &flag, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, "wgt_db2") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
+    // Four stages of 256 rows of 128 bytes, 512 token scale bytes and 4 x 4 weight scale floats, and the alignment.
+    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &tiny, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, "wgt_small") && strstr(e.msg, "134400"), "%s", e.msg);
     TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, dsf_engram_cuda_geom(1), buf, buf, buf, buf, y, 1, 32, 48, DSF_ENG_REAL,
                                       &e) != 0 && strstr(e.msg, "multiples of 32"));
 }

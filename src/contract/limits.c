@@ -55,6 +55,16 @@ int dsf_contract_limits(const dsf_impl *im, int have_gpu, char *detail, size_t n
                 fa.max_threads_per_block);
             problems++;
         }
+        int known = !im->target;
+        for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++)
+            known |= im->target && !strcmp(im->target, targets[t].name);
+        if (!known) {
+            size_t len = strlen(detail);
+            if (len + 2 < n)
+                snprintf(detail + len, n - len, "%s%s %s: target %s is not in the limits table", len ? "; " : "",
+                         im->name, g->name, im->target);
+            problems++;
+        }
         for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
             const target *tg = &targets[t];
             if (im->target && strcmp(im->target, tg->name)) continue;

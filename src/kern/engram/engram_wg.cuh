@@ -85,7 +85,7 @@ template <int R> __device__ __forceinline__ void eng_wg_hold(float (&d)[R]) {
     for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i]));
 }
 
-// d = A (64 weight rows x 32 codes) * B (N tokens x 32 codes)^T, fresh (scale-d 0), for N = 8, 16, 32, 64, 128.
+// d = A (64 rows x 32 codes) * B (N rows x 32 codes)^T, fresh (scale-d 0, d only names the registers), N = 8..128.
 __device__ __forceinline__ void eng_wgmma(float (&d)[4], uint64_t a, uint64_t b) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"

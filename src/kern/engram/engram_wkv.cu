@@ -57,7 +57,11 @@ __global__ void __launch_bounds__(128 * NWG + 32)
     int split = (fault == DSF_ENG_GEOM && NWG >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
     float acc[R], d[NB][R];
 #pragma unroll
-    for (int i = 0; i < R; i++) acc[i] = 0.0f;
+    for (int i = 0; i < R; i++) {
+        acc[i] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NB; j++) d[j][i] = 0.0f;
+    }
     const float *swr = sws + (wg * 64 + (warp & 3) * 16) / 32;
     // Stage kt's blocks, each a fresh product of its own, all on the tensor cores at once: one commit group.
     auto issue = [&](int kt, float(&dd)[NB][R]) {
@@ -129,39 +133,41 @@ static long wg_smem(const dsf_geom *g, int64_t K) {
     return (long)(g->p[3] % 32) * (g->p[3] / 32) * (bm + bn) * ENG_WG_KT + 4 * (K / 32) * (bn + bm / 32) + 1024;
 }
 
-// Raises fn's dynamic shared memory limit to bytes once: the driver call is not repeated on every launch.
+// Raises fn's dynamic shared memory limit on the current device to bytes once, not on every launch.
 int dsf_eng_smem_limit(const void *fn, int bytes, dsf_err *e) {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static const void *fns[64];
-    static int lim[64], n;
-    int rc = 0, i;
+    static int lim[64], dev[64], n;
+    int rc = 0, i, d = 0;
+    DSF_CUDA_TRY(e, cudaGetDevice(&d));
     pthread_mutex_lock(&mu);
-    for (i = 0; i < n && fns[i] != fn; i++) {
+    for (i = 0; i < n && (fns[i] != fn || dev[i] != d); i++) {
     }
     if (i == n || lim[i] < bytes) {
         cudaError_t c = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
         if (c != cudaSuccess)
             rc = dsf_fail(e, "engram_wkv: %d bytes of dynamic shared memory refused: %s", bytes, cudaGetErrorString(c));
         else if (i < 64)
-            fns[i] = fn, lim[i] = bytes, n += i == n;
+            fns[i] = fn, lim[i] = bytes, dev[i] = d, n += i == n;
     }
     pthread_mutex_unlock(&mu);
     return rc;
 }
 
 // cuTensorMapEncodeTiled through the runtime's driver entry point (no link against the driver library).
-static PFN_cuTensorMapEncodeTiled_v12000 encoder(dsf_err *e) {
-    static PFN_cuTensorMapEncodeTiled_v12000 fn;
-    if (fn) return fn;
+static PFN_cuTensorMapEncodeTiled_v12000 encode_fn;
+static void encoder_find(void) {
     void *p = NULL;
     cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || !p) {
-        dsf_fail(e, "engram_wkv: the driver offers no cuTensorMapEncodeTiled (CUDA 12 or newer is needed)");
-        return NULL;
-    }
-    fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
-    return fn;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+        encode_fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+}
+static PFN_cuTensorMapEncodeTiled_v12000 encoder(dsf_err *e) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, encoder_find);
+    if (!encode_fn) dsf_fail(e, "engram_wkv: the driver offers no cuTensorMapEncodeTiled (CUDA 12 or newer is needed)");
+    return encode_fn;
 }
 
 // rows x K bytes, row-major, read in boxes of 128 bytes x box_rows with the 128-byte swizzle; rows past the end are 0.
@@ -199,7 +205,9 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
                         "at K %lld need %ld",
                         g->name, g->dyn_smem, (long long)K, need);
     if (T == 0) return 0;
-    if (N > INT32_MAX || T > INT32_MAX) return dsf_fail(e, "engram_wkv: %lld rows exceed a tensor map", (long long)N);
+    if (N > INT32_MAX || T > INT32_MAX || K > INT32_MAX)
+        return dsf_fail(e, "engram_wkv: [%lld, %lld] x [%lld, %lld] exceeds a tensor map's int32 coordinates",
+                        (long long)T, (long long)K, (long long)N, (long long)K);
     CUtensorMap mw, mx;
     if (dsf_eng_tmap(&mw, w, N, K, 64 * nwg, "w", e) || dsf_eng_tmap(&mx, xq, T, K, bn, "xq", e)) return -1;
     dim3 grid((unsigned)((T + bn - 1) / bn), (unsigned)((N + 64 * nwg - 1) / (64 * nwg)));

@@ -157,6 +157,7 @@ typedef void (*wgt_fn)(const CUtensorMap, const CUtensorMap, const uint8_t *, co
 // Geometry {4, BW weight rows, NWG warpgroups of 64 tokens, 32 double buffer + stages}; threads 128 NWG + 32 PW.
 static wgt_fn wgt_pick(const dsf_geom *g) {
     int bw = g->p[1], nwg = g->p[2], pw = (g->threads - 128 * nwg) / 32, db = g->p[3] / 32;
+    if (g->threads != 128 * nwg + 32 * pw || db > 1) return NULL;
     if (bw == 128 && nwg == 2 && pw == 1 && !db) return eng_wkv_wgt<128, 2, 1, 0>;
     if (bw == 128 && nwg == 3 && pw == 4 && !db) return eng_wkv_wgt<128, 3, 4, 0>;
     if (bw == 64 && nwg == 3 && pw == 1 && !db) return eng_wkv_wgt<64, 3, 1, 0>;
@@ -183,7 +184,9 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
                         "at K %lld need %ld",
                         g->name, g->dyn_smem, (long long)K, need);
     if (T == 0) return 0;
-    if (N > INT32_MAX || T > INT32_MAX) return dsf_fail(e, "engram_wkv: %lld rows exceed a tensor map", (long long)N);
+    if (N > INT32_MAX || T > INT32_MAX || K > INT32_MAX)
+        return dsf_fail(e, "engram_wkv: [%lld, %lld] x [%lld, %lld] exceeds a tensor map's int32 coordinates",
+                        (long long)T, (long long)K, (long long)N, (long long)K);
     CUtensorMap mx, mw;
     if (dsf_eng_tmap(&mx, xq, T, K, tb, "xq", e) || dsf_eng_tmap(&mw, w, N, K, bw, "w", e)) return -1;
     // Token tiles vary fastest: the blocks that share a weight tile run together and read it from L2.
