@@ -142,6 +142,10 @@ __device__ __forceinline__ void eng_wgmma(float (&d)[64], uint64_t a, uint64_t b
 // Host: a tensor map of rows x K bytes read in boxes of 128 bytes x box_rows, 128-byte swizzle (engram_wkv.cu).
 int dsf_eng_tmap(CUtensorMap *m, const void *p, int64_t rows, int64_t K, int box_rows, const char *what, dsf_err *e);
 
+// Host: the launch checks both kernels share, then their tensor maps; -1 on error, 1 when there are no tokens.
+int dsf_eng_prep(const dsf_geom *g, long need, const uint8_t *xq, const uint8_t *w, int64_t T, int64_t N, int64_t K,
+                 int x_rows, int w_rows, CUtensorMap *mx, CUtensorMap *mw, dsf_err *e);
+
 // Host: raises fn's dynamic shared memory limit to bytes, once per function and size (engram_wkv.cu).
 int dsf_eng_smem_limit(const void *fn, int bytes, dsf_err *e);
 

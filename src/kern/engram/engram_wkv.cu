@@ -185,6 +185,21 @@ int dsf_eng_tmap(CUtensorMap *m, const void *p, int64_t rows, int64_t K, int box
     return 0;
 }
 
+// Checks both kernels share (declared shared memory, int32 coordinates), then the tensor maps; 1: no tokens.
+int dsf_eng_prep(const dsf_geom *g, long need, const uint8_t *xq, const uint8_t *w, int64_t T, int64_t N, int64_t K,
+                 int x_rows, int w_rows, CUtensorMap *mx, CUtensorMap *mw, dsf_err *e) {
+    if (g->dyn_smem < need)
+        return dsf_fail(e,
+                        "engram_wkv geometry %s: declares %d bytes of dynamic shared memory, its stages and scales "
+                        "at K %lld need %ld",
+                        g->name, g->dyn_smem, (long long)K, need);
+    if (T == 0) return 1;
+    if (N > INT32_MAX || T > INT32_MAX || K > INT32_MAX)
+        return dsf_fail(e, "engram_wkv: [%lld, %lld] x [%lld, %lld] exceeds a tensor map's int32 coordinates",
+                        (long long)T, (long long)K, (long long)N, (long long)K);
+    return dsf_eng_tmap(mx, xq, T, K, x_rows, "xq", e) || dsf_eng_tmap(mw, w, N, K, w_rows, "w", e) ? -1 : 0;
+}
+
 extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint8_t *xq, const uint8_t *xs,
                                      const uint8_t *w, const uint8_t *ws, uint16_t *y, int64_t T, int64_t N, int64_t K,
                                      int fault, dsf_err *e) {
@@ -198,18 +213,9 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
     int bn = g->p[1], nwg = g->p[2], stages = g->p[3] % 32;
     if (!fn || g->threads != 128 * nwg + 32 || stages < 2 || stages > ENG_WG_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
-    long need = wg_smem(g, K);
-    if (g->dyn_smem < need)
-        return dsf_fail(e,
-                        "engram_wkv geometry %s: declares %d bytes of dynamic shared memory, its stages and scales "
-                        "at K %lld need %ld",
-                        g->name, g->dyn_smem, (long long)K, need);
-    if (T == 0) return 0;
-    if (N > INT32_MAX || T > INT32_MAX || K > INT32_MAX)
-        return dsf_fail(e, "engram_wkv: [%lld, %lld] x [%lld, %lld] exceeds a tensor map's int32 coordinates",
-                        (long long)T, (long long)K, (long long)N, (long long)K);
     CUtensorMap mw, mx;
-    if (dsf_eng_tmap(&mw, w, N, K, 64 * nwg, "w", e) || dsf_eng_tmap(&mx, xq, T, K, bn, "xq", e)) return -1;
+    int rc = dsf_eng_prep(g, wg_smem(g, K), xq, w, T, N, K, bn, 64 * nwg, &mx, &mw, e);
+    if (rc) return rc < 0 ? -1 : 0;
     dim3 grid((unsigned)((T + bn - 1) / bn), (unsigned)((N + 64 * nwg - 1) / (64 * nwg)));
     if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
     if (dsf_eng_smem_limit((const void *)fn, g->dyn_smem, e)) return -1;

@@ -178,17 +178,9 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     if (!fn || stages < 2 || stages > ENG_WGT_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
     long need = (long)stages * ((tb + bw) * ENG_WGT_KT + 4 * tb + 16 * (bw / 32)) + 1024;
-    if (g->dyn_smem < need)
-        return dsf_fail(e,
-                        "engram_wkv geometry %s: declares %d bytes of dynamic shared memory, its stages and scales "
-                        "at K %lld need %ld",
-                        g->name, g->dyn_smem, (long long)K, need);
-    if (T == 0) return 0;
-    if (N > INT32_MAX || T > INT32_MAX || K > INT32_MAX)
-        return dsf_fail(e, "engram_wkv: [%lld, %lld] x [%lld, %lld] exceeds a tensor map's int32 coordinates",
-                        (long long)T, (long long)K, (long long)N, (long long)K);
     CUtensorMap mx, mw;
-    if (dsf_eng_tmap(&mx, xq, T, K, tb, "xq", e) || dsf_eng_tmap(&mw, w, N, K, bw, "w", e)) return -1;
+    int rc = dsf_eng_prep(g, need, xq, w, T, N, K, tb, bw, &mx, &mw, e);
+    if (rc) return rc < 0 ? -1 : 0;
     // Token tiles vary fastest: the blocks that share a weight tile run together and read it from L2.
     dim3 grid((unsigned)((T + tb - 1) / tb), (unsigned)((N + bw - 1) / bw));
     if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
