@@ -4,7 +4,7 @@ set -uo pipefail
 out=${OUT:-out}
 b=${1:-build-dev}
 mkdir -p "$out"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}:$PWD/$b/lib
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$out/gpu.txt"
 for t in "$b"/test_engram "$b"/test_engram_layer; do
     DSF_BIN="$b"/dsfold "$t" >"$out/$(basename "$t").log" 2>&1
