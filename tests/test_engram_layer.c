@@ -9,6 +9,7 @@
 #include "kern/engram/engram.h"
 #include "kern/engram/engram_kern.h"
 #include "test.h"
+#include "test_engram_util.h"
 
 static char dir[] = "/tmp/dsf_engram_synth_XXXXXX";
 
@@ -51,29 +52,17 @@ static void ref_token(const uint8_t *codes, const uint8_t *scales, int64_t n, co
 }
 
 static void test_layer_tiny(void) {
-    const char *bin = getenv("DSF_BIN");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s synth --arch v4.1 --size tiny %s >/dev/null", bin ? bin : "build/dsfold", dir);
-    TEST_ASSERT(system(cmd) == 0);
-    dsf_ckpt *c;
-    dsf_err e;
-    TEST_ASSERT(dsf_ckpt_open(dir, &c, &e) == 0);
-    if (!c) return;
+    test_engram_tiny tt;
+    dsf_err e = {{0}};
+    TEST_ASSERT_MSG(test_engram_tiny_open(dir, &tt, &e) == 0, "%s", e.msg);
+    if (!tt.c) return;
+    dsf_ckpt *c = tt.c;
     const dsf_args *a = &c->args;
-    int32_t *ids = malloc(sizeof(int32_t) * 129280);
-    for (int i = 0; i < 129280; i++) ids[i] = i < 2 ? i : (i - 1 < 99091 ? i - 1 : 99091);
-    dsf_engram_map m;
-    TEST_ASSERT(dsf_engram_map_from_ids(ids, 129280, a->engram_compressed_vocab_size, &m, &e) == 0);
-    free(ids);
-    dsf_engram_hash hs;
-    TEST_ASSERT(dsf_engram_hash_init(a, &m, &hs, &e) == 0);
+    dsf_engram_map m = tt.m;
+    dsf_engram_hash hs = tt.hs;
+    dsf_engram_table *tb = tt.tb;
     int L = hs.n_layers, C = hs.cols, hd = a->engram_head_dim, hc = a->hc_mult;
     int64_t n = (int64_t)C * hd, D = a->dim;
-    dsf_engram_table tb[DSF_ENGRAM_MAX_LAYERS];
-    for (int l = 0; l < L; l++) {
-        const dsf_engram_view *v = &c->layers[a->engram_layers[l]].engram;
-        TEST_ASSERT(dsf_engram_table_bind(v->embed.weight, v->embed.scale, hs.rows[l], hd, &tb[l], &e) == 0);
-    }
     enum { T = 21 };
     int32_t tok[T], img[T];
     uint8_t im8[T];

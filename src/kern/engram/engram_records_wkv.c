@@ -75,7 +75,8 @@ static const dsf_geom wkv_cuda_geoms[] = {
     {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 134400, {4, 128, 2, 4}},
     {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 135296, {4, 64, 3, 4}},
     {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},  {"wgt_w64_x3_s4_db", 416, 135296, {4, 64, 3, 36}},
-    {"wgt_w64_x2_pw4_s4_db", 384, 101504, {4, 64, 2, 36}},
+    {"wgt_w64_x2_pw4_s4_db", 384, 101504, {4, 64, 2, 36}},  {"wgt_w64_x2_pw4_s6_db", 384, 151744, {4, 64, 2, 38}},
+    {"wgt_w128_x3_pw4_s5", 512, 209984, {4, 128, 3, 5}},  {"wgt_w128_x2_s6", 288, 201088, {4, 128, 2, 6}},
 };
 // Both kernels; the order control splits K at 2 warpgroups a block: red between the first and the others.
 static const dsf_geom wkv_cuda_ctl_geoms[] = {

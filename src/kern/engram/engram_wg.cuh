@@ -6,6 +6,9 @@
 #include "kern/cuda_check.h"
 #include "kern/engram/engram_internal.h"
 
+// An atom: 128 bytes of K (4 blocks), one row of the 128-byte swizzle; the unit of every tensor copy here.
+#define ENG_ATOM 128
+
 // dsf_e8m0_to_f32 without branches (selects), so the scale loads before it are not serialised behind them.
 __device__ __forceinline__ float eng_e8m0(uint32_t b) {
     b &= 0xFFu;
@@ -34,6 +37,15 @@ __device__ __forceinline__ uint32_t eng_smem(const void *p) {
 
 __device__ __forceinline__ void eng_mbar_init(uint64_t *b, int count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(eng_smem(b)), "r"(count) : "memory");
+}
+
+// Thread 0 sets up a ring's full and empty barriers with their arrival counts; then the whole block syncs.
+__device__ __forceinline__ void eng_ring_init(uint64_t *full, uint64_t *empty, int stages, int n_full, int n_empty) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++) eng_mbar_init(&full[s], n_full), eng_mbar_init(&empty[s], n_empty);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
 }
 
 // Spins until the phase of parity `parity` of barrier b has completed.

@@ -4,8 +4,6 @@
 
 #include "kern/engram/engram_wg.cuh"
 
-// An atom is 128 bytes of K (4 blocks: one row of the 128-byte swizzle) of the block's weight rows and token rows.
-#define ENG_WG_KT 128
 #define ENG_WG_MAXS 16
 
 // Block: NWG consumer warpgroups of 64 weight rows each, then one producer warp; BN tokens; stages of U atoms.
@@ -14,7 +12,7 @@ __global__ void __launch_bounds__(128 * NWG + 32)
     eng_wkv_wg(const __grid_constant__ CUtensorMap tw, const __grid_constant__ CUtensorMap tx,
                const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
                int64_t N, int64_t K, int stages, int fault) {
-    enum { BM = 64 * NWG, SA = U * BM * ENG_WG_KT, STAGE = U * (BM + BN) * ENG_WG_KT, R = BN / 2, NB = 4 * U };
+    enum { BM = 64 * NWG, SA = U * BM * ENG_ATOM, STAGE = U * (BM + BN) * ENG_ATOM, R = BN / 2, NB = 4 * U };
     extern __shared__ uint8_t eng_dyn[];
     __shared__ uint64_t full[ENG_WG_MAXS], empty[ENG_WG_MAXS];
     // Stages at 1024-byte alignment (the swizzle atom): [U][BM][128] weights, [U][BN][128] tokens; then the scales.
@@ -23,11 +21,7 @@ __global__ void __launch_bounds__(128 * NWG + 32)
     int64_t n0 = (int64_t)blockIdx.y * BM, t0 = (int64_t)blockIdx.x * BN;
     int KB = (int)(K / 32), KT = (KB + NB - 1) / NB;
     float *sas = (float *)(base + (size_t)stages * STAGE), *sws = sas + (size_t)KB * BN;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; s++) eng_mbar_init(&full[s], 1), eng_mbar_init(&empty[s], 4 * NWG);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    eng_ring_init(full, empty, stages, 1, 4 * NWG);
     if (warp == 4 * NWG) {
         // Producer: lane 0 starts a stage's 2U tensor copies once the consumers have released its slot.
         for (int kt = 0; kt < KT && lane == 0; kt++) {
@@ -36,8 +30,8 @@ __global__ void __launch_bounds__(128 * NWG + 32)
             if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
             eng_mbar_expect(&full[s], STAGE);
             for (int u = 0; u < U; u++) {
-                eng_tma(st + u * BM * ENG_WG_KT, &tw, (kt * U + u) * ENG_WG_KT, (int)n0, &full[s]);
-                eng_tma(st + SA + u * BN * ENG_WG_KT, &tx, (kt * U + u) * ENG_WG_KT, (int)t0, &full[s]);
+                eng_tma(st + u * BM * ENG_ATOM, &tw, (kt * U + u) * ENG_ATOM, (int)n0, &full[s]);
+                eng_tma(st + SA + u * BN * ENG_ATOM, &tx, (kt * U + u) * ENG_ATOM, (int)t0, &full[s]);
             }
         }
         return;
@@ -71,7 +65,7 @@ __global__ void __launch_bounds__(128 * NWG + 32)
         eng_wg_fence();
 #pragma unroll
         for (int j = 0; j < NB; j++) {
-            const uint8_t *a = st + ((j / 4) * BM + wg * 64) * ENG_WG_KT, *b = st + SA + (j / 4) * BN * ENG_WG_KT;
+            const uint8_t *a = st + ((j / 4) * BM + wg * 64) * ENG_ATOM, *b = st + SA + (j / 4) * BN * ENG_ATOM;
             if (kb0 + j < KB) eng_wgmma(dd[j], eng_desc(a) + 2 * (j & 3), eng_desc(b) + 2 * (j & 3));
         }
         eng_wg_commit();
@@ -130,7 +124,7 @@ static wg_fn wg_pick(const dsf_geom *g) {
 
 static long wg_smem(const dsf_geom *g, int64_t K) {
     long bm = 64L * g->p[2], bn = g->p[1];
-    return (long)(g->p[3] % 32) * (g->p[3] / 32) * (bm + bn) * ENG_WG_KT + 4 * (K / 32) * (bn + bm / 32) + 1024;
+    return (long)(g->p[3] % 32) * (g->p[3] / 32) * (bm + bn) * ENG_ATOM + 4 * (K / 32) * (bn + bm / 32) + 1024;
 }
 
 // Raises fn's dynamic shared memory limit on the current device to bytes once, not on every launch.
@@ -175,7 +169,7 @@ int dsf_eng_tmap(CUtensorMap *m, const void *p, int64_t rows, int64_t K, int box
     PFN_cuTensorMapEncodeTiled_v12000 enc = encoder(e);
     if (!enc) return -1;
     cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)K};
-    cuuint32_t box[2] = {ENG_WG_KT, (cuuint32_t)box_rows}, step[2] = {1, 1};
+    cuuint32_t box[2] = {ENG_ATOM, (cuuint32_t)box_rows}, step[2] = {1, 1};
     CUresult r =
         enc(m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)p, dim, stride, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -1,7 +1,6 @@
 // engram_wkv prefill kernel with tokens as the wgmma A operand: 64 tokens a warpgroup by BW weight rows a block.
 #include "kern/engram/engram_wg.cuh"
 
-#define ENG_WGT_KT 128
 #define ENG_WGT_MAXS 8
 
 // Block: NWG warpgroups of 64 tokens each sharing BW weight rows, then PW producer warps; stages of 4 blocks.
@@ -10,7 +9,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
     eng_wkv_wgt(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                 const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
                 int64_t N, int64_t K, int stages, int fault) {
-    enum { TB = 64 * NWG, SA = TB * ENG_WGT_KT, STAGE = (TB + BW) * ENG_WGT_KT, R = BW / 2, RB = BW / 32 };
+    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = (TB + BW) * ENG_ATOM, R = BW / 2, RB = BW / 32 };
     // A stage's scales: token scale bytes [4][TB], then weight scales as floats [4][RB].
     enum { SCB = 4 * TB + 16 * RB, NP = 32 * PW - 1 };
     extern __shared__ uint8_t eng_dyn[];
@@ -21,11 +20,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
     int64_t t0 = (int64_t)blockIdx.x * TB, n0 = (int64_t)blockIdx.y * BW;
     int KB = (int)(K / 32), KT = (KB + 3) / 4;
     uint8_t *scl = base + (size_t)stages * STAGE;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; s++) eng_mbar_init(&full[s], 32 * PW), eng_mbar_init(&empty[s], 4 * NWG);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    eng_ring_init(full, empty, stages, 32 * PW, 4 * NWG);
     if (warp >= 4 * NWG) {
         // Producers (a warp, or a warpgroup lending its registers): thread 0 starts the copies, the rest copy scales.
         if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -36,8 +31,8 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
             if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
             if (p == 0) {
                 eng_mbar_expect(&full[s], STAGE);
-                eng_tma(st, &tx, kt * ENG_WGT_KT, (int)t0, &full[s]);
-                eng_tma(st + SA, &tw, kt * ENG_WGT_KT, (int)n0, &full[s]);
+                eng_tma(st, &tx, kt * ENG_ATOM, (int)t0, &full[s]);
+                eng_tma(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s]);
                 continue;
             }
             for (int i = p - 1; i < TB; i += NP) {
@@ -79,7 +74,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
     // Block j (of 4) of the current stage into dd, as one commit group.
     auto issue = [&](int j, float(&dd)[R]) {
         eng_wg_fence();
-        eng_wgmma(dd, eng_desc(st + wg * 64 * ENG_WGT_KT) + 2 * j, eng_desc(st + SA) + 2 * j);
+        eng_wgmma(dd, eng_desc(st + wg * 64 * ENG_ATOM) + 2 * j, eng_desc(st + SA) + 2 * j);
         eng_wg_commit();
     };
     // acc = fma(d, sa * sw, acc); the scale of (token, weight) is the same product as in the weights-as-A kernel.
@@ -177,7 +172,7 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     int bw = g->p[1], tb = 64 * g->p[2], stages = g->p[3] % 32;
     if (!fn || stages < 2 || stages > ENG_WGT_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
-    long need = (long)stages * ((tb + bw) * ENG_WGT_KT + 4 * tb + 16 * (bw / 32)) + 1024;
+    long need = (long)stages * ((tb + bw) * ENG_ATOM + 4 * tb + 16 * (bw / 32)) + 1024;
     CUtensorMap mx, mw;
     int rc = dsf_eng_prep(g, need, xq, w, T, N, K, tb, bw, &mx, &mw, e);
     if (rc) return rc < 0 ? -1 : 0;
