@@ -72,14 +72,15 @@ __global__ void __launch_bounds__(128 * NWG + 32)
     };
     // Promotion in K order, acc = fma(d, sa * sw, acc) per element; then the stage's slot goes back to the producer.
     auto promote = [&](int kt, float(&dd)[NB][R]) {
+        // The controls' split: the first KT / 2 stages end as a bf16 partial (once a stage, not in every block).
+        if (split && kt == KT / 2)
+#pragma unroll
+            for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
 #pragma unroll
         for (int j = 0; j < NB; j++) {
             int kb = kt * NB + j;
             if (kb >= KB) break;
             eng_wg_hold(dd[j]);
-            if (split && kb == KB / 2)
-#pragma unroll
-                for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
             float sw = swr[kb * (BM / 32)];
 #pragma unroll
             for (int i = 0; i < BN / 8; i++) {

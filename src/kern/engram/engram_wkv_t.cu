@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
     int64_t t0 = (int64_t)blockIdx.x * TB, n0 = (int64_t)blockIdx.y * BW;
     int KB = (int)(K / 32), KT = (KB + 3) / 4;
     uint8_t *scl = base + (size_t)stages * STAGE;
-    eng_ring_init(full, empty, stages, 32 * PW, 4 * NWG);
+    eng_ring_init(full, empty, stages, 32 * PW, 128 * NWG);
     if (warp >= 4 * NWG) {
         // Producers (a warp, or a warpgroup lending its registers): thread 0 starts the copies, the rest copy scales.
         if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
 #pragma unroll
         for (int b = 0; b <= DB; b++) d[b][i] = 0.0f;
     }
-    int split_kb = split ? KB / 2 : -1, slot = 0, phase = 0;
+    int split_kt = split ? KT / 2 : -1, slot = 0, phase = 0;
     const uint8_t *st = base, *sc = scl;
     // Block j (of 4) of the current stage into dd, as one commit group.
     auto issue = [&](int j, float(&dd)[R]) {
@@ -80,9 +80,6 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
     // acc = fma(d, sa * sw, acc); the scale of (token, weight) is the same product as in the weights-as-A kernel.
     auto promote = [&](int kb, float(&dd)[R]) {
         eng_wg_hold(dd);
-        if (kb == split_kb)
-#pragma unroll
-            for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
         int j = kb & 3;
         float lo = eng_e8m0(sc[j * TB + tok]), hi = eng_e8m0(sc[j * TB + tok + 8]);
 #pragma unroll
@@ -97,10 +94,15 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
             }
         }
     };
-    // The slot goes back to the producer; the next stage's slot is waited for.
+    // The controls' split: the first KT / 2 stages end as a bf16 partial (once a stage, not in the unrolled blocks).
+    auto split_at = [&](int kt) {
+        if (kt == split_kt)
+#pragma unroll
+            for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
+    };
+    // Every consumer thread hands the slot back (each read scales from it); the next stage's slot is waited for.
     auto next = [&](int kt) {
-        __syncwarp();
-        if (lane == 0) eng_mbar_arrive(&empty[slot]);
+        eng_mbar_arrive(&empty[slot]);
         if (++slot == stages) slot = 0, phase ^= 1;
         st = base + (size_t)slot * STAGE, sc = scl + (size_t)slot * SCB;
         if (kt + 1 < KT) eng_mbar_wait(&full[slot], phase);
@@ -110,6 +112,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
     if (DB) {
         // Two accumulator sets: each product runs while the one before it is promoted; none crosses the back edge.
         for (; kt < KB / 4; kt++) {
+            split_at(kt);
             issue(0, d[0]);
             issue(1, d[DB]);
             eng_wg_wait<1>();
@@ -126,6 +129,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
         }
     }
     for (; kt < KT; kt++) {
+        split_at(kt);
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             if (kt * 4 + j >= KB) break;
