@@ -232,6 +232,20 @@ static void test_wkv_geometry_refusals(void) {
     TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, dsf_engram_cuda_geom(1), buf, buf, buf, buf, y, 1, 32, 48, DSF_ENG_REAL,
                                       &e) != 0 && strstr(e.msg, "multiples of 32"));
 }
+
+// The engine's wkv geometry by call size, each accepted at the real dimensions (no tokens: nothing reaches the GPU).
+static void test_wkv_engine_geoms(void) {
+    static _Alignas(16) uint8_t buf[64];
+    const int64_t Ts[] = {1, 8, 9, 64, 65, 4096};
+    const int kind[] = {3, 3, 4, 4, 4, 4}, groups[] = {2, 2, 1, 1, 3, 3};
+    dsf_err e;
+    for (int i = 0; i < 6; i++) {
+        const dsf_geom *g = dsf_engram_cuda_wkv_geom(Ts[i]);
+        TEST_ASSERT_MSG(g->p[0] == kind[i] && g->p[2] == groups[i], "%lld tokens: %s", (long long)Ts[i], g->name);
+        int rc = dsf_engram_wkv_cuda_v(NULL, g, buf, buf, buf, buf, (uint16_t *)buf, 0, 25600, 6144, DSF_ENG_REAL, &e);
+        TEST_ASSERT_MSG(rc == 0, "%s: %s", g->name, e.msg);
+    }
+}
 #endif
 
 int main(void) {
@@ -243,6 +257,7 @@ int main(void) {
     TEST_RUN(test_corrupt_tables);
 #ifdef DSF_HAVE_CUDA
     TEST_RUN(test_wkv_geometry_refusals);
+    TEST_RUN(test_wkv_engine_geoms);
 #endif
     TEST_END();
 }

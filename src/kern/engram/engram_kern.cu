@@ -166,14 +166,19 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
     return 0;
 }
 
-// The engine's geometries: embed_quant, wkv (decode: weights as A), wkv (prefill: tokens as A), gate.
+// The engine's geometries: embed_quant, wkv (decode), wkv (prefill), gate, wkv up to 64 tokens (two blocks an SM).
 static const dsf_geom engine_geoms[] = {
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
     {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},
     {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
+    {"wgt_w128_x1_s4", 160, 100608, {4, 128, 1, 4}},
 };
 
 extern "C" const dsf_geom *dsf_engram_cuda_geom(int which) {
     return which >= 0 && which < 4 ? &engine_geoms[which] : NULL;
+}
+
+extern "C" const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T) {
+    return &engine_geoms[T <= 8 ? 1 : T <= 64 ? 4 : 2];
 }

@@ -35,8 +35,10 @@ int dsf_engram_layer_cpu(dsf_pool *pool, const uint8_t *codes, const uint8_t *sc
                          const uint8_t *w, const uint8_t *ws, const uint16_t *qw, const uint16_t *kw, const int32_t *img,
                          uint16_t *h, int hc, int64_t D, float eps, dsf_err *e);
 
-// The geometries the engine uses: the first of each record's list (decode and prefill GEMM kernels agree bit for bit).
+// The engine's geometries: 0 embed_quant, 1 wkv for decode, 2 wkv for prefill, 3 gate (every wkv geometry agrees).
 const dsf_geom *dsf_engram_cuda_geom(int which);
+// The engine's wkv geometry for a call of T tokens: weights as A up to 8, one token warpgroup a block up to 64, else 3.
+const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T);
 
 #ifdef __cplusplus
 }

@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(128 * NWG + 32)
         }
         eng_wg_commit();
     };
-    // Promotion in K order, acc = fma(d, sa * sw, acc) per element; then the stage's slot goes back to the producer.
+    // Promotion in K order, acc = fma(d, sa * sw, acc) per element (the scales live outside the stages).
     auto promote = [&](int kt, float(&dd)[NB][R]) {
         // The controls' split: the first KT / 2 stages end as a bf16 partial (once a stage, not in every block).
         if (split && kt == KT / 2)
@@ -92,12 +92,13 @@ __global__ void __launch_bounds__(128 * NWG + 32)
                 acc[4 * i + 3] = __fmaf_rn(dd[j][4 * i + 3], s1, acc[4 * i + 3]);
             }
         }
-        __syncwarp();
-        if (lane == 0) eng_mbar_arrive(&empty[kt % stages]);
     };
+    // A stage's slot goes back to the producer as soon as its products are done, before they are promoted.
     for (int kt = 0; kt < KT; kt++) {
         issue(kt, d);
         eng_wg_wait<0>();
+        __syncwarp();
+        if (lane == 0) eng_mbar_arrive(&empty[kt % stages]);
         promote(kt, d);
     }
     int64_t n = n0 + wg * 64 + (warp & 3) * 16 + g;
