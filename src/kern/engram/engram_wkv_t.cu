@@ -11,7 +11,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
                 int64_t N, int64_t K, int stages, int fault) {
     enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = (TB + BW) * ENG_ATOM, R = BW / 2, RB = BW / 32 };
     // A stage's scales: token scale bytes [4][TB], then weight scales as floats [4][RB].
-    enum { SCB = 4 * TB + 16 * RB, NP = 32 * PW - 1 };
+    enum { SCB = 4 * TB + 16 * RB, NP = 32 * PW - 1, NI = (TB + NP - 1) / NP, NW = (4 * RB + NP - 1) / NP };
     extern __shared__ uint8_t eng_dyn[];
     __shared__ uint64_t full[ENG_WGT_MAXS], empty[ENG_WGT_MAXS];
     // Stages 1024-aligned ([TB][128] tokens, [BW][128] weights), then each stage's scales (SCB bytes).
@@ -28,6 +28,26 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
         for (int kt = 0; kt < KT; kt++) {
             int s = kt % stages, use = kt / stages;
             uint8_t *st = base + (size_t)s * STAGE, *sc = scl + (size_t)s * SCB;
+            // A stage's scales are read from global memory before its slot is free, so that wait hides their latency.
+            uint32_t v[NI], wb[NW];
+#pragma unroll
+            for (int r = 0; r < NI; r++) {
+                int i = p - 1 + r * NP;
+                int64_t t = t0 + i;
+                const uint8_t *src = xs + t * KB + 4 * kt;
+                v[r] = 0x7F7F7F7Fu;
+                if (p > 0 && i < TB && t < T && words)
+                    v[r] = *(const uint32_t *)src;
+                else if (p > 0 && i < TB && t < T)
+                    for (int j = 0; j < 4 && 4 * kt + j < KB; j++)
+                        v[r] = (v[r] & ~(0xFFu << 8 * j)) | (uint32_t)src[j] << 8 * j;
+            }
+#pragma unroll
+            for (int r = 0; r < NW; r++) {
+                int i = p - 1 + r * NP, kb = 4 * kt + i / RB;
+                int64_t n = n0 + 32 * (i % RB);
+                wb[r] = p > 0 && i < 4 * RB && n < N && kb < KB ? ws[(n / 32) * KB + kb] : 127;
+            }
             if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
             if (p == 0) {
                 eng_mbar_expect(&full[s], STAGE);
@@ -35,23 +55,17 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
                 eng_tma(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s]);
                 continue;
             }
-            for (int i = p - 1; i < TB; i += NP) {
-                int64_t t = t0 + i;
-                const uint8_t *src = xs + t * KB + 4 * kt;
-                uint32_t v = 0x7F7F7F7Fu;
-                if (t < T && words)
-                    v = *(const uint32_t *)src;
-                else if (t < T)
-                    for (int j = 0; j < 4 && 4 * kt + j < KB; j++)
-                        v = (v & ~(0xFFu << 8 * j)) | (uint32_t)src[j] << 8 * j;
 #pragma unroll
-                for (int j = 0; j < 4; j++) sc[j * TB + i] = (uint8_t)(v >> 8 * j);
+            for (int r = 0; r < NI; r++) {
+                int i = p - 1 + r * NP;
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (i < TB) sc[j * TB + i] = (uint8_t)(v[r] >> 8 * j);
             }
-            for (int i = p - 1; i < 4 * RB; i += NP) {
-                int j = i / RB, kb = 4 * kt + j;
-                int64_t n = n0 + 32 * (i % RB);
-                uint32_t b = n < N && kb < KB ? ws[(n / 32) * KB + kb] : 127;
-                ((float *)(sc + 4 * TB))[i] = eng_e8m0(fault == DSF_ENG_WRONG ? b + 1 : b);
+#pragma unroll
+            for (int r = 0; r < NW; r++) {
+                int i = p - 1 + r * NP;
+                if (i < 4 * RB) ((float *)(sc + 4 * TB))[i] = eng_e8m0(fault == DSF_ENG_WRONG ? wb[r] + 1 : wb[r]);
             }
             eng_mbar_arrive(&full[s]);
         }
