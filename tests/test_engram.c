@@ -237,7 +237,7 @@ static void test_wkv_geometry_refusals(void) {
 static void test_wkv_engine_geoms(void) {
     static _Alignas(16) uint8_t buf[64];
     const int64_t Ts[] = {1, 8, 9, 64, 65, 4096};
-    const int kind[] = {3, 3, 4, 4, 4, 4}, groups[] = {2, 2, 1, 1, 3, 3};
+    const int kind[] = {3, 3, 4, 4, 4, 4}, groups[] = {2, 2, 1, 1, 2, 2};
     dsf_err e;
     for (int i = 0; i < 6; i++) {
         const dsf_geom *g = dsf_engram_cuda_wkv_geom(Ts[i]);

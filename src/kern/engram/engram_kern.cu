@@ -170,7 +170,7 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
 static const dsf_geom engine_geoms[] = {
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
     {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},
-    {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},
+    {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
     {"wgt_w128_x1_s4", 160, 100608, {4, 128, 1, 4}},
 };
