@@ -233,7 +233,24 @@ static void test_wkv_geometry_refusals(void) {
                                       &e) != 0 && strstr(e.msg, "multiples of 32"));
 }
 
-// The engine's wkv geometry by call size, each accepted at the real dimensions (no tokens: nothing reaches the GPU).
+extern const dsf_record dsf_rec_engram_wkv;
+
+// Whether g is, field for field, a geometry of the contract's real CUDA wkv implementation (checked by its gate 2).
+static int in_contract(const dsf_geom *g) {
+    for (int i = 0; i < dsf_rec_engram_wkv.n_impls; i++) {
+        const dsf_impl *im = &dsf_rec_engram_wkv.impls[i];
+        if (im->backend != DSF_BACKEND_CUDA || im->planted != DSF_GATE_NONE) continue;
+        for (int j = 0; j < im->n_geoms; j++) {
+            const dsf_geom *c = &im->geoms[j];
+            if (!strcmp(c->name, g->name) && c->threads == g->threads && c->dyn_smem == g->dyn_smem &&
+                !memcmp(c->p, g->p, sizeof c->p))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+// The engine's wkv geometry by size: accepted at real dimensions with no tokens (no GPU needed), and in the contract.
 static void test_wkv_engine_geoms(void) {
     static _Alignas(16) uint8_t buf[64];
     const int64_t Ts[] = {1, 8, 9, 64, 65, 4096};
@@ -244,6 +261,7 @@ static void test_wkv_engine_geoms(void) {
         TEST_ASSERT_MSG(g->p[0] == kind[i] && g->p[2] == groups[i], "%lld tokens: %s", (long long)Ts[i], g->name);
         int rc = dsf_engram_wkv_cuda_v(NULL, g, buf, buf, buf, buf, (uint16_t *)buf, 0, 25600, 6144, DSF_ENG_REAL, &e);
         TEST_ASSERT_MSG(rc == 0, "%s: %s", g->name, e.msg);
+        TEST_ASSERT_MSG(in_contract(g), "%s is not among the contract's CUDA wkv geometries", g->name);
     }
 }
 #endif
