@@ -155,18 +155,9 @@ static void bench_gpu(int only_T, const char *only_geom) {
     dsf_err e;
     if (dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G.codes, G.scales, G.xq, G.xs, TMAX, K, &e)) exit(1);
     printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
-    static const dsf_geom geoms[] = {
-        {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},  {"wg_b8_w1_u2_s2", 160, 45568, {3, 8, 1, 66}},
-        {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 90112, {3, 16, 2, 36}},
-        {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 134400, {4, 128, 2, 4}},
-        {"wgt_w128_x1_s4", 160, 100608, {4, 128, 1, 4}},
-        {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 135296, {4, 64, 3, 4}},
-        {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},  {"wgt_w64_x3_s4_db", 416, 135296, {4, 64, 3, 36}},
-        {"wgt_w64_x2_pw4_s4_db", 384, 101504, {4, 64, 2, 36}},  {"wgt_w64_x2_pw4_s6_db", 384, 151744, {4, 64, 2, 38}},
-        {"wgt_w128_x3_pw4_s5", 512, 209984, {4, 128, 3, 5}},  {"wgt_w128_x2_s6", 288, 201088, {4, 128, 2, 6}},
-    };
+    int NG;
+    const dsf_geom *geoms = dsf_engram_wkv_cuda_geoms(&NG);
     // Prefill times only the tokens-as-A kernels; every size checks the first geometry against the last bit for bit.
-    enum { NG = sizeof geoms / sizeof geoms[0] };
     if (only_T > 0) {
         for (int gi = 0; gi < NG; gi++)
             if (!strcmp(geoms[gi].name, only_geom) && only_T <= TMAX) {

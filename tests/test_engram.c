@@ -233,20 +233,14 @@ static void test_wkv_geometry_refusals(void) {
                                       &e) != 0 && strstr(e.msg, "multiples of 32"));
 }
 
-extern const dsf_record dsf_rec_engram_wkv;
-
-// Whether g is, field for field, a geometry of the contract's real CUDA wkv implementation (checked by its gate 2).
+// Whether g is, field for field, one of the contract's CUDA wkv geometries (checked by its gate 2).
 static int in_contract(const dsf_geom *g) {
-    for (int i = 0; i < dsf_rec_engram_wkv.n_impls; i++) {
-        const dsf_impl *im = &dsf_rec_engram_wkv.impls[i];
-        if (im->backend != DSF_BACKEND_CUDA || im->planted != DSF_GATE_NONE) continue;
-        for (int j = 0; j < im->n_geoms; j++) {
-            const dsf_geom *c = &im->geoms[j];
-            if (!strcmp(c->name, g->name) && c->threads == g->threads && c->dyn_smem == g->dyn_smem &&
-                !memcmp(c->p, g->p, sizeof c->p))
-                return 1;
-        }
-    }
+    int n;
+    const dsf_geom *c = dsf_engram_wkv_cuda_geoms(&n);
+    for (int j = 0; j < n; j++)
+        if (!strcmp(c[j].name, g->name) && c[j].threads == g->threads && c[j].dyn_smem == g->dyn_smem &&
+            !memcmp(c[j].p, g->p, sizeof g->p))
+            return 1;
     return 0;
 }
 

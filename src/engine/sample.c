@@ -10,16 +10,14 @@
 #include "base/rng.h"
 #include "base/sha256.h"
 
-static uint64_t mix64(uint64_t z) { return dsf_splitmix64(z); }
-
 uint64_t dsf_sample_seed(const int32_t *ids, int64_t n) {
-    uint64_t h = mix64((uint64_t)n);
-    for (int64_t i = 0; i < n; i++) h = mix64(h ^ (uint64_t)(uint32_t)ids[i]);
+    uint64_t h = dsf_splitmix64((uint64_t)n);
+    for (int64_t i = 0; i < n; i++) h = dsf_splitmix64(h ^ (uint64_t)(uint32_t)ids[i]);
     return h;
 }
 
 double dsf_sample_uniform(uint64_t seed, int64_t pos, int64_t index) {
-    uint64_t x = mix64(mix64(seed ^ mix64((uint64_t)pos)) ^ (uint64_t)index);
+    uint64_t x = dsf_splitmix64(dsf_splitmix64(seed ^ dsf_splitmix64((uint64_t)pos)) ^ (uint64_t)index);
     return (double)((x >> 11) + 1) * 0x1p-53;
 }
 

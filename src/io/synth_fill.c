@@ -20,11 +20,9 @@ struct dsf_synth_gen {
     size_t buf_cap;
 };
 
-static uint64_t mix64(uint64_t z) { return dsf_splitmix64(z); }
-
 // Uniform in (-1, 1) from 16 bits of splitmix64(key, element / 4): a pure function of the element's index.
 static inline float unit(uint64_t key, uint64_t i) {
-    uint64_t h = mix64(key + (i >> 2) * DSF_GOLDEN64);
+    uint64_t h = dsf_splitmix64(key + (i >> 2) * DSF_GOLDEN64);
     uint32_t u = (uint32_t)(h >> ((i & 3) * 16)) & 0xFFFFu;
     return ((float)u + 0.5f) * (1.0f / 32768.0f) - 1.0f;
 }
@@ -32,7 +30,7 @@ static inline float unit(uint64_t key, uint64_t i) {
 static uint64_t name_key(uint64_t seed, const char *name) {
     uint64_t h = 1469598103934665603ull;
     for (; *name; name++) h = (h ^ (uint8_t)*name) * 1099511628211ull;
-    return mix64(seed ^ mix64(h));
+    return dsf_splitmix64(seed ^ dsf_splitmix64(h));
 }
 
 // One tensor being generated: its value rule and layout.
@@ -63,7 +61,7 @@ static void rows_values(const job *j, int64_t r0, int64_t nr, float *x) {
     // One splitmix64 call serves four consecutive elements, exactly as unit() would compute each of them.
     uint64_t i = (uint64_t)(r0 * j->cols), end = i + (uint64_t)(nr * j->cols), h = 0;
     for (float *o = x; i < end; i++, o++) {
-        if (o == x || (i & 3) == 0) h = mix64(j->key + (i >> 2) * DSF_GOLDEN64);
+        if (o == x || (i & 3) == 0) h = dsf_splitmix64(j->key + (i >> 2) * DSF_GOLDEN64);
         uint32_t u = (uint32_t)(h >> ((i & 3) * 16)) & 0xFFFFu;
         *o = j->offset + j->amp * (((float)u + 0.5f) * (1.0f / 32768.0f) - 1.0f);
     }
@@ -96,7 +94,8 @@ static void gen_row(const job *j, int64_t r, float *x, uint8_t *out) {
         int64_t E = a->n_routed_experts;
         for (int64_t k = 0; k < j->cols; k++) {
             for (uint64_t attempt = 0;; attempt++) {
-                int64_t e = (int64_t)(mix64(j->key + ((uint64_t)(r * j->cols + k) << 8) + attempt) % (uint64_t)E);
+                uint64_t h = dsf_splitmix64(j->key + ((uint64_t)(r * j->cols + k) << 8) + attempt);
+                int64_t e = (int64_t)(h % (uint64_t)E);
                 int dup = 0;
                 for (int64_t m = 0; m < k; m++) dup |= ids[m] == e;
                 if (!dup) {

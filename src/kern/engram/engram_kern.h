@@ -37,6 +37,8 @@ int dsf_engram_layer_cpu(dsf_pool *pool, const uint8_t *codes, const uint8_t *sc
 
 // The engine's geometries: 0 embed_quant, 1 wkv for decode, 2 wkv for prefill, 3 gate (every wkv geometry agrees).
 const dsf_geom *dsf_engram_cuda_geom(int which);
+// Every CUDA wkv geometry, the list the contract checks (its gate 2: all give the same bits); *n gets its length.
+const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n);
 // The engine's wkv geometry for T tokens: weights as A up to 8, one token warpgroup up to 64, else two (two sets).
 const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T);
 

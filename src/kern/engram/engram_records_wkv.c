@@ -1,6 +1,7 @@
 // Contract records of engram_wkv (small and real dims) and engram_gate: operands, drawers, cases, implementations.
 #include "contract/draw.h"
 #include "kern/engram/engram_internal.h"
+#include "kern/engram/engram_kern.h"
 #include "kern/engram/engram_record.h"
 
 static int64_t count_k(const dsf_case *c) {
@@ -79,6 +80,11 @@ static const dsf_geom wkv_cuda_geoms[] = {
     {"wgt_w64_x2_pw4_s4_db", 384, 101504, {4, 64, 2, 36}},  {"wgt_w64_x2_pw4_s6_db", 384, 151744, {4, 64, 2, 38}},
     {"wgt_w128_x3_pw4_s5", 512, 209984, {4, 128, 3, 5}},  {"wgt_w128_x2_s6", 288, 201088, {4, 128, 2, 6}},
 };
+const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n) {
+    *n = DSF_ENG_LEN(wkv_cuda_geoms);
+    return wkv_cuda_geoms;
+}
+
 // Both kernels; the order control splits K at 2 warpgroups a block: red between the first and the others.
 static const dsf_geom wkv_cuda_ctl_geoms[] = {
     {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},
