@@ -8,19 +8,31 @@ K, N, D, HC = 6144, 25600, 5120, 4
 dev = "cuda"
 
 
-def median_s(fn, reps=30, warm=3):
+def median_s(fn, reps=30, warm=3, calls=1):
+    # Seconds a call: median over reps trials of the mean of `calls` back-to-back calls (as bench_engram times).
     for _ in range(warm):
         fn()
     times = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        fn()
+        for _ in range(calls):
+            fn()
         b.record()
         torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3)
+        times.append(a.elapsed_time(b) * 1e-3 / calls)
     times.sort()
     return times[len(times) // 2]
+
+
+class Turns:
+    # The weight copies in turn, so back-to-back calls never find the last call's weights in L2 (as bench_engram).
+    def __init__(self, items):
+        self.items, self.i = items, 0
+
+    def next(self):
+        self.i += 1
+        return self.items[self.i % len(self.items)]
 
 
 def act_quant(x):
@@ -50,6 +62,8 @@ def main():
     w8 = (torch.randn(N, K, device=dev) * 0.5).to(torch.float8_e4m3fn)
     ws = torch.exp2(torch.randint(-13, -7, (N // 32, K // 32), device=dev).float())
     w_bf16 = (w8.float() * ws.repeat_interleave(32, 0).repeat_interleave(32, 1)).to(torch.bfloat16)
+    del w8
+    wt = Turns([w_bf16] + [w_bf16.clone() for _ in range(2)])
     qw = torch.randn(HC, D, device=dev).to(torch.bfloat16)
     kw = torch.randn(HC, D, device=dev).to(torch.bfloat16)
     src = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
@@ -60,12 +74,13 @@ def main():
         sc = torch.exp2(torch.randint(-17, 3, (T, K // 32), device=dev).float())
         h = torch.randn(T, HC, D, device=dev).to(torch.bfloat16)
         xq = act_quant(torch.randn(T, K, device=dev).to(torch.bfloat16))
-        res[f"torch_wkv_t{T}_us"] = median_s(lambda: xq @ w_bf16.t()) * 1e6
-        res[f"torch_layer_t{T}_us"] = median_s(lambda: layer(rows, sc, w_bf16, qw, kw, h)) * 1e6
+        n = 20 if T <= 64 else 4
+        res[f"torch_wkv_t{T}_us"] = median_s(lambda: xq @ wt.next().t(), calls=n) * 1e6
+        res[f"torch_layer_t{T}_us"] = median_s(lambda: layer(rows, sc, wt.next(), qw, kw, h), calls=n) * 1e6
     a = (torch.randn(4096, K, device=dev)).to(torch.float8_e4m3fn)
     b = (torch.randn(N, K, device=dev)).to(torch.float8_e4m3fn).t()
     one = torch.ones((), device=dev)
-    t = median_s(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+    t = median_s(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16), calls=4)
     res["fp8_ceiling_TFLOPs"] = 2.0 * 4096 * N * K / t / 1e12
     for k, v in res.items():
         print(f"BENCH {k} {v:.2f}")
@@ -82,18 +97,19 @@ def table(path, res):
     copy = float(c["copy_GBps"])
     print(f"\ncopy {copy:.0f} GB/s (C), {res['torch_copy_GBps']:.0f} GB/s (torch); "
           f"FP8 ceiling {res['fp8_ceiling_TFLOPs']:.0f} TFLOP/s (torch._scaled_mm 4096x25600x6144)")
-    print("| T | wkv us | GB/s | of copy | TFLOP/s | of FP8 ceiling | torch wkv us | layer us | torch layer us | "
-          "torch/dsfold (layer) | torch/dsfold (wkv) | kernel |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| T | wkv us | GB/s | of copy | TFLOP/s | of FP8 ceiling | wkv us alone | torch wkv us | layer us | "
+          "torch layer us | torch/dsfold (layer) | torch/dsfold (wkv) | kernel |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for T in (1, 8, 64, 4096):
         us = float(c[f"wkv_t{T}_us"])
         gbs = float(c[f"wkv_t{T}_GBps"])
         tf = float(c[f"wkv_t{T}_TFLOPs"])
         lus = float(c[f"layer_t{T}_us"])
-        tl = res[f"torch_layer_t{T}_us"]
+        tl, tw = res[f"torch_layer_t{T}_us"], res[f"torch_wkv_t{T}_us"]
+        alone = float(c[f"wkv_t{T}_alone_us"])
         print(f"| {T} | {us:.1f} | {gbs:.0f} | {gbs / copy:.2f} | {tf:.1f} | {tf / res['fp8_ceiling_TFLOPs']:.2f} | "
-              f"{res[f'torch_wkv_t{T}_us']:.1f} | {lus:.1f} | {tl:.1f} | {tl / lus:.2f} | "
-              f"{res[f'torch_wkv_t{T}_us'] / us:.2f} | {c[f'wkv_t{T}_best']} |")
+              f"{alone:.1f} | {tw:.1f} | {lus:.1f} | {tl:.1f} | {tl / lus:.2f} | {tw / us:.2f} | "
+              f"{c[f'wkv_t{T}_best']} |")
 
 
 if __name__ == "__main__":
