@@ -210,9 +210,9 @@ static void test_wkv_geometry_refusals(void) {
     dsf_err e;
     const dsf_geom small = {"wg_small", 160, 1024, {3, 8, 1, 36}}, none = {"wg_b24", 160, 65536, {3, 24, 1, 36}};
     const dsf_geom shallow = {"wg_one_stage", 160, 65536, {3, 8, 1, 33}}, old = {"narrow_w4", 32, 16384, {2, 1, 4, 4}};
-    // Four stages of 64 weight rows and 8 token rows of 128 bytes, the scales of one block (40 bytes), the alignment.
+    // Four stages of 64 weight rows and 8 token rows of 128 bytes, each with its 40 scales as floats, the alignment.
     TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &small, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "wg_small") && strstr(e.msg, "1024") && strstr(e.msg, "37928"), "%s", e.msg);
+    TEST_ASSERT_MSG(strstr(e.msg, "wg_small") && strstr(e.msg, "1024") && strstr(e.msg, "38528"), "%s", e.msg);
     TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &none, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
     TEST_ASSERT_MSG(strstr(e.msg, "wg_b24") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
     TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &shallow, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
@@ -248,7 +248,7 @@ static int in_contract(const dsf_geom *g) {
 static void test_wkv_engine_geoms(void) {
     static _Alignas(16) uint8_t buf[64];
     const int64_t Ts[] = {1, 8, 9, 64, 65, 4096};
-    const int kind[] = {3, 3, 4, 4, 4, 4}, groups[] = {2, 2, 1, 1, 2, 2};
+    const int kind[] = {3, 3, 4, 4, 4, 4}, groups[] = {1, 1, 1, 1, 2, 2};
     dsf_err e;
     for (int i = 0; i < 6; i++) {
         const dsf_geom *g = dsf_engram_cuda_wkv_geom(Ts[i]);

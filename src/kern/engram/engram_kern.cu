@@ -169,7 +169,7 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
 // The engine's geometries: embed_quant, wkv (decode), wkv (prefill), gate, wkv up to 64 tokens (two blocks an SM).
 static const dsf_geom engine_geoms[] = {
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
-    {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},
+    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},
     {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
     {"wgt_w128_x1_s4", 160, 100608, {4, 128, 1, 4}},

@@ -71,9 +71,9 @@ DSF_ENG_ATTRS(wkv_attrs, 1, DSF_ENG_REAL)
 
 // CUDA {name, threads, smem, {3, tokens, row groups, 32 atoms + stages} | {4, rows, token groups, 32 db + stages}}.
 static const dsf_geom wkv_cuda_geoms[] = {
-    {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},  {"wg_b8_w1_u2_s2", 160, 45568, {3, 8, 1, 66}},
-    {"wg_b8_w2_u2_s2", 288, 79872, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 90112, {3, 16, 2, 36}},
-    {"wg_b32_w2_u1_s4", 288, 110592, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 134400, {4, 128, 2, 4}},
+    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},  {"wg_b8_w1_u2_s2", 160, 38528, {3, 8, 1, 66}},
+    {"wg_b8_w2_u2_s2", 288, 71424, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 76032, {3, 16, 2, 36}},
+    {"wg_b32_w2_u1_s4", 288, 85248, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 134400, {4, 128, 2, 4}},
     {"wgt_w128_x1_s4", 160, 100608, {4, 128, 1, 4}},
     {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 135296, {4, 64, 3, 4}},
     {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},  {"wgt_w64_x3_s4_db", 416, 135296, {4, 64, 3, 36}},
@@ -87,12 +87,12 @@ const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n) {
 
 // Both kernels; the order control splits K at 2 warpgroups a block: red between the first and the others.
 static const dsf_geom wkv_cuda_ctl_geoms[] = {
-    {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},
-    {"wg_b16_w2_u1_s4", 288, 90112, {3, 16, 2, 36}},
+    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},
+    {"wg_b16_w2_u1_s4", 288, 76032, {3, 16, 2, 36}},
     {"wgt_w64_x3_s4", 416, 135296, {4, 64, 3, 4}},
 };
 static const dsf_geom wkv_cuda_big[] = {
-    {"wg_b8_w1_u1_s4", 160, 45568, {3, 8, 1, 36}},
+    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},
     {"wg_b8_w1_u1_s4_smem200k", 160, 200 * 1024, {3, 8, 1, 36}},
 };
 #define WKV_CUDA_IMPLS                                                                                          \

@@ -13,6 +13,8 @@ __global__ void __launch_bounds__(128 * NWG + 32)
                const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
                int64_t N, int64_t K, int stages, int fault) {
     enum { BM = 64 * NWG, SA = U * BM * ENG_ATOM, STAGE = U * (BM + BN) * ENG_ATOM, R = BN / 2, NB = 4 * U };
+    // A stage's scales as floats: token scales [NB][BN], then weight scales [NB][BG]; NI of them a producer lane.
+    enum { BG = BM / 32, NS = NB * (BN + BG), SCB = 4 * NS, NI = (NS + 30) / 31 };
     extern __shared__ uint8_t eng_dyn[];
     __shared__ uint64_t full[ENG_WG_MAXS], empty[ENG_WG_MAXS];
     // Stages at 1024-byte alignment (the swizzle atom): [U][BM][128] weights, [U][BN][128] tokens; then the scales.
@@ -20,86 +22,102 @@ __global__ void __launch_bounds__(128 * NWG + 32)
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int64_t n0 = (int64_t)blockIdx.y * BM, t0 = (int64_t)blockIdx.x * BN;
     int KB = (int)(K / 32), KT = (KB + NB - 1) / NB;
-    float *sas = (float *)(base + (size_t)stages * STAGE), *sws = sas + (size_t)KB * BN;
-    eng_ring_init(full, empty, stages, 1, 4 * NWG);
+    uint8_t *scl = base + (size_t)stages * STAGE;
+    eng_ring_init(full, empty, stages, 32, 128 * NWG);
     if (warp == 4 * NWG) {
-        // Producer: lane 0 starts a stage's 2U tensor copies once the consumers have released its slot.
-        for (int kt = 0; kt < KT && lane == 0; kt++) {
+        // Producer: lane 0 starts a stage's 2U tensor copies, the other lanes write its scales, once its slot is free.
+        for (int kt = 0; kt < KT; kt++) {
             int s = kt % stages, use = kt / stages;
             uint8_t *st = base + (size_t)s * STAGE;
-            if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
-            eng_mbar_expect(&full[s], STAGE);
-            for (int u = 0; u < U; u++) {
-                eng_tma(st + u * BM * ENG_ATOM, &tw, (kt * U + u) * ENG_ATOM, (int)n0, &full[s]);
-                eng_tma(st + SA + u * BN * ENG_ATOM, &tx, (kt * U + u) * ENG_ATOM, (int)t0, &full[s]);
+            float *sc = (float *)(scl + (size_t)s * SCB), v[NI];
+            // The scales are read before the slot wait, which hides their latency; rows past the end read 0 or 127.
+#pragma unroll
+            for (int r = 0; r < NI; r++) {
+                int i = lane - 1 + 31 * r, j = i < NB * BN ? i / BN : (i - NB * BN) / BG, kb = kt * NB + j;
+                int64_t t = t0 + i % BN, n = n0 + 32 * ((i - NB * BN) % BG);
+                v[r] = 0.0f;
+                if (lane > 0 && i < NB * BN)
+                    v[r] = t < T && kb < KB ? eng_e8m0(xs[t * KB + kb]) : 0.0f;
+                else if (lane > 0 && i < NS) {
+                    uint32_t b = n < N && kb < KB ? ws[(n / 32) * KB + kb] : 127;
+                    v[r] = eng_e8m0(fault == DSF_ENG_WRONG ? b + 1 : b);
+                }
             }
+            if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
+            if (lane == 0) {
+                eng_mbar_expect(&full[s], STAGE);
+                for (int u = 0; u < U; u++) {
+                    eng_tma(st + u * BM * ENG_ATOM, &tw, (kt * U + u) * ENG_ATOM, (int)n0, &full[s]);
+                    eng_tma(st + SA + u * BN * ENG_ATOM, &tx, (kt * U + u) * ENG_ATOM, (int)t0, &full[s]);
+                }
+                continue;
+            }
+#pragma unroll
+            for (int r = 0; r < NI; r++)
+                if (lane - 1 + 31 * r < NS) sc[lane - 1 + 31 * r] = v[r];
+            eng_mbar_arrive(&full[s]);
         }
         return;
     }
-    // Consumers convert every scale of the block once, while the first stages arrive; rows past the end read 0 or 127.
-    for (int i = threadIdx.x; i < BN * KB; i += 128 * NWG) {
-        int64_t t = t0 + i / KB;
-        sas[(i % KB) * BN + i / KB] = t < T ? eng_e8m0(xs[t * KB + i % KB]) : 0.0f;
-    }
-    for (int i = threadIdx.x; i < (BM / 32) * KB; i += 128 * NWG) {
-        int64_t n = n0 + 32 * (i / KB);
-        uint32_t b = n < N ? ws[(n / 32) * KB + i % KB] : 127;
-        sws[(i % KB) * (BM / 32) + i / KB] = eng_e8m0(fault == DSF_ENG_WRONG ? b + 1 : b);
-    }
+    // The consumers meet once before their loop; without it ptxas serialises the wgmma (C7520, divergent path).
     asm volatile("bar.sync 1, %0;\n" ::"n"(128 * NWG) : "memory");
-    int wg = warp >> 2, g = lane >> 2, q = lane & 3;
+    int wg = warp >> 2, g = lane >> 2, q = lane & 3, grp = (wg * 64 + (warp & 3) * 16) / 32;
     int split = (fault == DSF_ENG_GEOM && NWG >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
-    float acc[R], d[NB][R];
+    float acc[R], d[NB][R], pr[NB][BN / 8][2];
 #pragma unroll
     for (int i = 0; i < R; i++) {
         acc[i] = 0.0f;
 #pragma unroll
         for (int j = 0; j < NB; j++) d[j][i] = 0.0f;
     }
-    const float *swr = sws + (wg * 64 + (warp & 3) * 16) / 32;
-    // Stage kt's blocks, each a fresh product of its own, all on the tensor cores at once: one commit group.
-    auto issue = [&](int kt, float(&dd)[NB][R]) {
+    // Stage kt's blocks as fresh products in one commit group; while they run, this thread reads the stage's sa * sw.
+    auto issue = [&](int kt) {
         int s = kt % stages, kb0 = kt * NB;
         const uint8_t *st = base + (size_t)s * STAGE;
+        const float *sc = (const float *)(scl + (size_t)s * SCB);
         eng_mbar_wait(&full[s], (kt / stages) & 1);
         eng_wg_fence();
 #pragma unroll
         for (int j = 0; j < NB; j++) {
             const uint8_t *a = st + ((j / 4) * BM + wg * 64) * ENG_ATOM, *b = st + SA + (j / 4) * BN * ENG_ATOM;
-            if (kb0 + j < KB) eng_wgmma(dd[j], eng_desc(a) + 2 * (j & 3), eng_desc(b) + 2 * (j & 3));
+            if (kb0 + j < KB) eng_wgmma(d[j], eng_desc(a) + 2 * (j & 3), eng_desc(b) + 2 * (j & 3));
         }
         eng_wg_commit();
+#pragma unroll
+        for (int j = 0; j < NB; j++) {
+            float sw = sc[NB * BN + j * BG + grp];
+#pragma unroll
+            for (int i = 0; i < BN / 8; i++) {
+                float2 sa = *(const float2 *)(sc + j * BN + 8 * i + 2 * q);
+                pr[j][i][0] = __fmul_rn(sa.x, sw), pr[j][i][1] = __fmul_rn(sa.y, sw);
+            }
+        }
     };
-    // Promotion in K order, acc = fma(d, sa * sw, acc) per element (the scales live outside the stages).
-    auto promote = [&](int kt, float(&dd)[NB][R]) {
+    // Promotion in K order, acc = fma(d, sa * sw, acc) per element.
+    auto promote = [&](int kt) {
         // The controls' split: the first KT / 2 stages end as a bf16 partial (once a stage, not in every block).
         if (split && kt == KT / 2)
 #pragma unroll
             for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
 #pragma unroll
         for (int j = 0; j < NB; j++) {
-            int kb = kt * NB + j;
-            if (kb >= KB) break;
-            eng_wg_hold(dd[j]);
-            float sw = swr[kb * (BM / 32)];
+            if (kt * NB + j >= KB) break;
+            eng_wg_hold(d[j]);
 #pragma unroll
             for (int i = 0; i < BN / 8; i++) {
-                float2 sa = *(const float2 *)(sas + kb * BN + 8 * i + 2 * q);
-                float s0 = __fmul_rn(sa.x, sw), s1 = __fmul_rn(sa.y, sw);
-                acc[4 * i] = __fmaf_rn(dd[j][4 * i], s0, acc[4 * i]);
-                acc[4 * i + 1] = __fmaf_rn(dd[j][4 * i + 1], s1, acc[4 * i + 1]);
-                acc[4 * i + 2] = __fmaf_rn(dd[j][4 * i + 2], s0, acc[4 * i + 2]);
-                acc[4 * i + 3] = __fmaf_rn(dd[j][4 * i + 3], s1, acc[4 * i + 3]);
+                acc[4 * i] = __fmaf_rn(d[j][4 * i], pr[j][i][0], acc[4 * i]);
+                acc[4 * i + 1] = __fmaf_rn(d[j][4 * i + 1], pr[j][i][1], acc[4 * i + 1]);
+                acc[4 * i + 2] = __fmaf_rn(d[j][4 * i + 2], pr[j][i][0], acc[4 * i + 2]);
+                acc[4 * i + 3] = __fmaf_rn(d[j][4 * i + 3], pr[j][i][1], acc[4 * i + 3]);
             }
         }
     };
-    // A stage's slot goes back to the producer as soon as its products are done, before they are promoted.
+    // Every consumer thread hands a stage's slot back (each read scales from it) once its products are done.
     for (int kt = 0; kt < KT; kt++) {
-        issue(kt, d);
+        issue(kt);
         eng_wg_wait<0>();
-        __syncwarp();
-        if (lane == 0) eng_mbar_arrive(&empty[kt % stages]);
-        promote(kt, d);
+        eng_mbar_arrive(&empty[kt % stages]);
+        promote(kt);
     }
     int64_t n = n0 + wg * 64 + (warp & 3) * 16 + g;
 #pragma unroll
@@ -124,9 +142,10 @@ static wg_fn wg_pick(const dsf_geom *g) {
     return NULL;
 }
 
-static long wg_smem(const dsf_geom *g, int64_t K) {
-    long bm = 64L * g->p[2], bn = g->p[1];
-    return (long)(g->p[3] % 32) * (g->p[3] / 32) * (bm + bn) * ENG_ATOM + 4 * (K / 32) * (bn + bm / 32) + 1024;
+// Stages (each U atoms of weights and tokens, then its scales as floats) and the alignment slack.
+static long wg_smem(const dsf_geom *g) {
+    long bm = 64L * g->p[2], bn = g->p[1], u = g->p[3] / 32;
+    return (long)(g->p[3] % 32) * (u * (bm + bn) * ENG_ATOM + 16 * u * (bn + bm / 32)) + 1024;
 }
 
 // Raises fn's dynamic shared memory limit on the current device to bytes once, not on every launch.
@@ -210,7 +229,7 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
     if (!fn || g->threads != 128 * nwg + 32 || stages < 2 || stages > ENG_WG_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
     CUtensorMap mw, mx;
-    int rc = dsf_eng_prep(g, wg_smem(g, K), xq, w, T, N, K, bn, 64 * nwg, &mx, &mw, e);
+    int rc = dsf_eng_prep(g, wg_smem(g), xq, w, T, N, K, bn, 64 * nwg, &mx, &mw, e);
     if (rc) return rc < 0 ? -1 : 0;
     dim3 grid((unsigned)((T + bn - 1) / bn), (unsigned)((N + 64 * nwg - 1) / (64 * nwg)));
     if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
