@@ -102,30 +102,30 @@ static void fill_dev(void *d, size_t n, int kind) {
 typedef struct run_ctx {
     gpu *G;
     int what, T;
-    const dsf_geom *g;
+    const dsf_geom *g, *gg;
     unsigned calls;
 } run_ctx;
 
-// One of: 0 wkv, 1 embed_quant + wkv + gate; geometry g for wkv.
+// One of: 0 wkv, 1 embed_quant + wkv + gate, 2 gate; geometry g for wkv, gg for the gate.
 static int run_once(void *p) {
     run_ctx *c = p;
     gpu *G = c->G;
     int T = c->T;
     dsf_err e;
     int rc = 0;
-    if (c->what == 1) rc |= dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G->codes, G->scales, G->xq, G->xs, T, K, &e);
     unsigned i = c->calls++ % NWC;
-    rc |= dsf_engram_wkv_cuda(0, c->g, G->xq, G->xs, G->w[i], G->ws[i], G->kv, T, N, K, &e);
     if (c->what == 1)
-        rc |= dsf_engram_gate_cuda(0, dsf_engram_cuda_geom(3), G->h, G->kv, G->qw, G->kw, G->img, G->h, T, HC, D, 1e-20f,
-                                   &e);
+        rc |= dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G->codes, G->scales, G->xq, G->xs, T, K, &e);
+    if (c->what <= 1) rc |= dsf_engram_wkv_cuda(0, c->g, G->xq, G->xs, G->w[i], G->ws[i], G->kv, T, N, K, &e);
+    if (c->what >= 1)
+        rc |= dsf_engram_gate_cuda(0, c->gg, G->h, G->kv, G->qw, G->kw, G->img, G->h, T, HC, D, 1e-20f, &e);
     if (rc) fprintf(stderr, "launch: %s\n", e.msg);
     return rc;
 }
 
 // Seconds a call: median over 30 trials (after 3 warm-ups) of the mean of back-to-back calls, or of one call alone.
 static double time_run(gpu *G, int what, const dsf_geom *g, int T, int alone) {
-    run_ctx c = {G, what, T, g, 0};
+    run_ctx c = {G, what, T, what == 2 ? NULL : g, what == 2 ? g : dsf_engram_cuda_gate_geom(T), 0};
     return dsf_bench_median_us(0, run_once, &c, 3, 30, alone ? 1 : T <= 64 ? 20 : 4) * 1e-6;
 }
 
@@ -196,6 +196,10 @@ static void bench_gpu(int only_T, const char *only_geom) {
         double tl = time_run(&G, 1, bg, T, 0);
         double lbytes = bytes + (double)T * K * 1.03 * 2 + (double)T * HC * D * 4 + (double)T * N * 2;
         printf("BENCH layer_t%d_us %.2f\nBENCH layer_t%d_GBps %.1f\n", T, tl * 1e6, T, lbytes / tl / 1e9);
+        int NGG;
+        const dsf_geom *gg = dsf_engram_gate_cuda_geoms(&NGG);
+        for (int gi = 0; gi < NGG; gi++)
+            printf("BENCH gate_t%d_%s_us %.2f\n", T, gg[gi].name, time_run(&G, 2, &gg[gi], T, 0) * 1e6);
         size_t yb = (size_t)T * N * 2;
         uint16_t *y1 = malloc(yb), *y2 = malloc(yb);
         if (dsf_engram_wkv_cuda(0, &geoms[0], G.xq, G.xs, G.w[0], G.ws[0], G.kv, T, N, K, &e) ||

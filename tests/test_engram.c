@@ -233,10 +233,8 @@ static void test_wkv_geometry_refusals(void) {
                                       &e) != 0 && strstr(e.msg, "multiples of 32"));
 }
 
-// Whether g is, field for field, one of the contract's CUDA wkv geometries (checked by its gate 2).
-static int in_contract(const dsf_geom *g) {
-    int n;
-    const dsf_geom *c = dsf_engram_wkv_cuda_geoms(&n);
+// Whether g is, field for field, one of the contract's CUDA geometries c[0..n) (checked by its gate 2).
+static int in_contract(const dsf_geom *g, const dsf_geom *c, int n) {
     for (int j = 0; j < n; j++)
         if (!strcmp(c[j].name, g->name) && c[j].threads == g->threads && c[j].dyn_smem == g->dyn_smem &&
             !memcmp(c[j].p, g->p, sizeof g->p))
@@ -250,12 +248,39 @@ static void test_wkv_engine_geoms(void) {
     const int64_t Ts[] = {1, 8, 9, 64, 65, 4096};
     const int kind[] = {3, 3, 4, 4, 4, 4}, groups[] = {1, 1, 1, 1, 2, 2};
     dsf_err e;
+    int n;
+    const dsf_geom *c = dsf_engram_wkv_cuda_geoms(&n);
     for (int i = 0; i < 6; i++) {
         const dsf_geom *g = dsf_engram_cuda_wkv_geom(Ts[i]);
         TEST_ASSERT_MSG(g->p[0] == kind[i] && g->p[2] == groups[i], "%lld tokens: %s", (long long)Ts[i], g->name);
         int rc = dsf_engram_wkv_cuda_v(NULL, g, buf, buf, buf, buf, (uint16_t *)buf, 0, 25600, 6144, DSF_ENG_REAL, &e);
         TEST_ASSERT_MSG(rc == 0, "%s: %s", g->name, e.msg);
-        TEST_ASSERT_MSG(in_contract(g), "%s is not among the contract's CUDA wkv geometries", g->name);
+        TEST_ASSERT_MSG(in_contract(g, c, n), "%s is not among the contract's CUDA wkv geometries", g->name);
+    }
+}
+
+// The staged gate refuses a bad kind, too little shared memory and misaligned rows before touching the device; the
+// engine's gate geometries, staged up to DSF_ENG_GATE_STAGED_MAX tokens, are among the contract's.
+static void test_gate_geoms(void) {
+    static _Alignas(16) uint16_t b[64];
+    const int32_t *img = (const int32_t *)b;
+    dsf_err e;
+    const dsf_geom small = {"st_small", 256, 1024, {8, 1}}, kind = {"st_kind2", 256, 40960, {8, 2}};
+    TEST_ASSERT(dsf_engram_gate_cuda(NULL, &small, b, b, b, b, img, b, 1, 4, 5120, 1e-20f, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, "st_small") && strstr(e.msg, "1024") && strstr(e.msg, "40960"), "%s", e.msg);
+    TEST_ASSERT(dsf_engram_gate_cuda(NULL, &kind, b, b, b, b, img, b, 1, 4, 5120, 1e-20f, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, "st_kind2") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
+    const dsf_geom *st = dsf_engram_cuda_gate_geom(1);
+    TEST_ASSERT(dsf_engram_gate_cuda(NULL, st, b + 1, b, b, b, img, b + 1, 1, 4, 5120, 1e-20f, &e) != 0);
+    TEST_ASSERT_MSG(strstr(e.msg, st->name) && strstr(e.msg, "16-byte"), "%s", e.msg);
+    int n;
+    const dsf_geom *c = dsf_engram_gate_cuda_geoms(&n);
+    const int64_t Ts[] = {1, 64, DSF_ENG_GATE_STAGED_MAX, DSF_ENG_GATE_STAGED_MAX + 1, 4096};
+    for (int i = 0; i < 5; i++) {
+        const dsf_geom *g = dsf_engram_cuda_gate_geom(Ts[i]);
+        TEST_ASSERT_MSG((g->p[1] == 1) == (Ts[i] <= DSF_ENG_GATE_STAGED_MAX), "%lld tokens: %s", (long long)Ts[i],
+                        g->name);
+        TEST_ASSERT_MSG(in_contract(g, c, n), "%s is not among the contract's CUDA gate geometries", g->name);
     }
 }
 #endif
@@ -270,6 +295,7 @@ int main(void) {
 #ifdef DSF_HAVE_CUDA
     TEST_RUN(test_wkv_geometry_refusals);
     TEST_RUN(test_wkv_engine_geoms);
+    TEST_RUN(test_gate_geoms);
 #endif
     TEST_END();
 }

@@ -87,12 +87,74 @@ __global__ void __launch_bounds__(1024) eng_gate(const uint16_t *h, const uint16
     }
 }
 
+// A block per (token, stream), for few tokens: every thread stages h, key and both weight rows in shared memory with
+// 16-byte loads, warp 0 runs eng_gate's lane chains and butterfly on them, and every thread writes the residual add.
+template <int F>
+__global__ void __launch_bounds__(1024) eng_gate_st(const uint16_t *h, const uint16_t *__restrict__ kv,
+                                                     const uint16_t *__restrict__ qw, const uint16_t *__restrict__ kw,
+                                                     const int32_t *__restrict__ img, uint16_t *out, int64_t T, int hc,
+                                                     int64_t D, float eps, float scale_d) {
+    extern __shared__ uint4 eng_gst[];
+    __shared__ float gate_of;
+    const uint16_t *sh = (const uint16_t *)eng_gst, *sk = sh + D, *sq = sk + D, *sw = sq + D;
+    int lane = threadIdx.x & 31;
+    int up = (F == DSF_ENG_GEOM && blockDim.x >= 128) || (F == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
+    int64_t V = D / 8;
+    for (int64_t u = blockIdx.x; u < T * hc; u += gridDim.x) {
+        int64_t t = u / hc;
+        int k = (int)(u % hc);
+        const uint16_t *hr = h + u * D, *key = kv + (t * (hc + 1) + k) * D, *val = kv + (t * (hc + 1) + hc) * D;
+        for (int64_t i = threadIdx.x; i < 4 * V; i += blockDim.x) {
+            const uint16_t *src = i < V ? hr : i < 2 * V ? key : i < 3 * V ? qw + k * D : kw + k * D;
+            eng_gst[i] = ((const uint4 *)src)[i % V];
+        }
+        __syncthreads();
+        if (threadIdx.x < 32) {
+            float s_hh = 0.0f, s_kk = 0.0f, s_d = 0.0f;
+#pragma unroll 8
+            for (int64_t c = lane; c < D; c += 32) {
+                float hv = dsf_bf16_to_f32(sh[c]), kk = dsf_bf16_to_f32(sk[c]);
+                float wt = __fmul_rn(dsf_bf16_to_f32(sq[c]), dsf_bf16_to_f32(sw[c]));
+                s_hh = __fadd_rn(s_hh, __fmul_rn(hv, hv));
+                s_kk = __fadd_rn(s_kk, __fmul_rn(kk, kk));
+                s_d = __fadd_rn(s_d, __fmul_rn(__fmul_rn(hv, wt), kk));
+            }
+            s_hh = eng_warp_sum(s_hh, up);
+            s_kk = eng_warp_sum(s_kk, up);
+            s_d = eng_warp_sum(s_d, up);
+            float gate = dsf_eng_gate_value(s_hh, s_kk, s_d, (float)D, scale_d, eps);
+            if (lane == 0) gate_of = img[t] && F != DSF_ENG_WRONG ? 0.0f : gate;
+        }
+        __syncthreads();
+        float gate = gate_of;
+        int64_t end = D - (F == DSF_ENG_SKIP && u == T * hc - 1);
+        for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+            uint4 hv = eng_gst[i], vv = ((const uint4 *)val)[i];
+            uint32_t hw[4] = {hv.x, hv.y, hv.z, hv.w}, vw[4] = {vv.x, vv.y, vv.z, vv.w}, ow[4];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                uint16_t a = (uint16_t)(hw[j / 2] >> 16 * (j & 1)), b = (uint16_t)(vw[j / 2] >> 16 * (j & 1));
+                uint32_t o = dsf_bf16_from_f32(__fadd_rn(dsf_bf16_to_f32(a), __fmul_rn(gate, dsf_bf16_to_f32(b))));
+                ow[j / 2] = j & 1 ? ow[j / 2] | o << 16 : o;
+            }
+            if (8 * i + 8 <= end)
+                ((uint4 *)(out + u * D))[i] = make_uint4(ow[0], ow[1], ow[2], ow[3]);
+            else
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    if (8 * i + j < end) out[u * D + 8 * i + j] = (uint16_t)(ow[j / 2] >> 16 * (j & 1));
+        }
+        __syncthreads();
+    }
+}
+
 #define ENG_VARIANTS(k)                                                                                               \
     {(const void *)k<DSF_ENG_REAL>, (const void *)k<DSF_ENG_SKIP>, (const void *)k<DSF_ENG_GEOM>,                      \
      (const void *)k<DSF_ENG_WRONG>, (const void *)k<DSF_ENG_BATCH>}
 
 static const void *const embed_fns[5] = ENG_VARIANTS(eng_embed_quant);
 static const void *const gate_fns[5] = ENG_VARIANTS(eng_gate);
+static const void *const gate_st_fns[5] = ENG_VARIANTS(eng_gate_st);
 
 // Geometry: threads per block (a multiple of 32), p[0] = blocks per multiprocessor-sized wave (grid = p[0] * 132 max).
 static int geom_check(const dsf_geom *g, int fault, const char *k, dsf_err *e) {
@@ -102,9 +164,10 @@ static int geom_check(const dsf_geom *g, int fault, const char *k, dsf_err *e) {
     return 0;
 }
 
-static int launch(const void *fn, int64_t units, const dsf_geom *g, void *stream, void **args, const char *k,
-                  dsf_err *e) {
-    int64_t per = g->threads / 32, blocks = (units + per - 1) / per;
+// A grid of `per` units a block (capped at p[0] waves of 132 blocks; the kernels stride over the rest).
+static int launch(const void *fn, int64_t units, int64_t per, const dsf_geom *g, void *stream, void **args,
+                  const char *k, dsf_err *e) {
+    int64_t blocks = (units + per - 1) / per;
     if (blocks > (int64_t)g->p[0] * 132) blocks = (int64_t)g->p[0] * 132;
     if (blocks <= 0) return 0;
     if (g->dyn_smem > 48 * 1024)
@@ -123,7 +186,7 @@ extern "C" int dsf_engram_embed_quant_cuda_v(void *stream, const dsf_geom *g, co
         return dsf_fail(e, "engram_embed_quant: shape [%lld, %lld]: n must be a positive multiple of 32",
                         (long long)T, (long long)n);
     void *args[] = {&codes, &scales, &xq, &xs, &T, &n};
-    return launch(embed_fns[fault], T * (n / 32), g, stream, args, "engram_embed_quant", e);
+    return launch(embed_fns[fault], T * (n / 32), g->threads / 32, g, stream, args, "engram_embed_quant", e);
 }
 
 extern "C" int dsf_engram_embed_quant_cuda(void *stream, const dsf_geom *g, const uint8_t *codes,
@@ -136,6 +199,7 @@ extern "C" int dsf_engram_gate_cuda_v(void *stream, const dsf_geom *g, const uin
                                       const uint16_t *qw, const uint16_t *kw, const int32_t *img, uint16_t *out,
                                       int64_t T, int hc, int64_t D, float eps, int fault, dsf_err *e) {
     if (geom_check(g, fault, "engram_gate", e)) return -1;
+    if (g->p[1] != 0 && g->p[1] != 1) return dsf_fail(e, "engram_gate geometry %s: no such kernel variant", g->name);
     if (T < 0 || hc < 1 || D <= 0 || D % DSF_ENG_PARTS)
         return dsf_fail(e, "engram_gate: T %lld, hc %d, D %lld: D must be a positive multiple of %d", (long long)T, hc,
                         (long long)D, DSF_ENG_PARTS);
@@ -143,7 +207,14 @@ extern "C" int dsf_engram_gate_cuda_v(void *stream, const dsf_geom *g, const uin
         return dsf_fail(e, "engram_gate: bf16 operands are misaligned");
     float scale_d = (float)(1.0 / sqrt((double)D));
     void *args[] = {&h, &kv, &qw, &kw, &img, &out, &T, &hc, &D, &eps, &scale_d};
-    return launch(gate_fns[fault], T * hc, g, stream, args, "engram_gate", e);
+    if (g->p[1] != 1) return launch(gate_fns[fault], T * hc, g->threads / 32, g, stream, args, "engram_gate", e);
+    // The staged kernel: 16-byte rows, its staging (four rows of D bf16) within the geometry's shared memory.
+    if (((uintptr_t)h | (uintptr_t)out | (uintptr_t)kv | (uintptr_t)qw | (uintptr_t)kw) % 16)
+        return dsf_fail(e, "engram_gate geometry %s: h, kv, q/k weights and out need 16-byte alignment", g->name);
+    if ((int64_t)g->dyn_smem < 8 * D)
+        return dsf_fail(e, "engram_gate geometry %s: declares %d bytes of dynamic shared memory, D %lld needs %lld",
+                        g->name, g->dyn_smem, (long long)D, (long long)(8 * D));
+    return launch(gate_st_fns[fault], T * hc, 1, g, stream, args, "engram_gate", e);
 }
 
 extern "C" int dsf_engram_gate_cuda(void *stream, const dsf_geom *g, const uint16_t *h, const uint16_t *kv,
@@ -158,7 +229,8 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
     if (kernel == 1) return dsf_engram_wkv_cuda_fn_attrs(g, out, e);
     if (fault < 0 || fault > DSF_ENG_BATCH) return dsf_fail(e, "engram: no variant %d", fault);
     cudaFuncAttributes a;
-    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, kernel == 0 ? embed_fns[fault] : gate_fns[fault]));
+    const void *fn = kernel == 0 ? embed_fns[fault] : g->p[1] == 1 ? gate_st_fns[fault] : gate_fns[fault];
+    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, fn));
     out->regs_per_thread = a.numRegs;
     out->static_smem = (int)a.sharedSizeBytes;
     out->max_threads_per_block = a.maxThreadsPerBlock;
@@ -166,17 +238,22 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
     return 0;
 }
 
-// The engine's geometries: embed_quant, wkv (decode), wkv (prefill), gate, wkv up to 64 tokens (two blocks an SM).
+// The engine's geometries: embed_quant, wkv (decode), wkv (prefill), gate, wkv up to 64 tokens, gate for few tokens.
 static const dsf_geom engine_geoms[] = {
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
     {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},
     {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
     {"wgt_w128_x1_s4", 160, 100608, {4, 128, 1, 4}},
+    {"st_t512_w8", 512, 40960, {8, 1}},
 };
 
 extern "C" const dsf_geom *dsf_engram_cuda_geom(int which) {
     return which >= 0 && which < 4 ? &engine_geoms[which] : NULL;
+}
+
+extern "C" const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T) {
+    return &engine_geoms[T <= DSF_ENG_GATE_STAGED_MAX ? 5 : 3];
 }
 
 extern "C" const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T) {

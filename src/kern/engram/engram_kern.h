@@ -39,6 +39,11 @@ int dsf_engram_layer_cpu(dsf_pool *pool, const uint8_t *codes, const uint8_t *sc
 const dsf_geom *dsf_engram_cuda_geom(int which);
 // Every CUDA wkv geometry, the list the contract checks (its gate 2: all give the same bits); *n gets its length.
 const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n);
+// The engine's gate geometry for T tokens: a block per (token, stream) up to this many tokens, else a warp.
+#define DSF_ENG_GATE_STAGED_MAX 256
+const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T);
+// Every CUDA gate geometry, the list the contract checks; *n gets its length.
+const dsf_geom *dsf_engram_gate_cuda_geoms(int *n);
 // The engine's wkv geometry for T tokens: weights as A up to 8, one token warpgroup up to 64, else two (two sets).
 const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T);
 

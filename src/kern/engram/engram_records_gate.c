@@ -1,6 +1,7 @@
 // Contract record of engram_gate: per-stream gate and residual add into the hc bf16 streams.
 #include "contract/draw.h"
 #include "kern/engram/engram_internal.h"
+#include "kern/engram/engram_kern.h"
 #include "kern/engram/engram_record.h"
 
 static int64_t count_h(const dsf_case *c) {
@@ -64,10 +65,16 @@ DSF_ENG_ATTRS(gate_attrs_geom, 2, DSF_ENG_GEOM)
 DSF_ENG_ATTRS(gate_attrs_wrong, 2, DSF_ENG_WRONG)
 DSF_ENG_ATTRS(gate_attrs_batch, 2, DSF_ENG_BATCH)
 
-// CUDA {name, threads, dyn smem, {grid cap in units of 132 blocks}}: a warp per (token, stream).
+// CUDA {name, threads, dyn smem, {grid cap in units of 132 blocks, 1: staged}}: a warp per (token, stream), or (st_)
+// a block per (token, stream) staging its rows in shared memory (8 D bytes: D up to 5120 here).
 static const dsf_geom gate_cuda_geoms[] = {
-    {"t32_w1", 32, 0, {1}}, {"t128_w4", 128, 0, {4}}, {"t256_w64", 256, 0, {64}}, {"t1024_w2", 1024, 0, {2}},
+    {"t32_w1", 32, 0, {1}},  {"t128_w4", 128, 0, {4}},       {"t256_w64", 256, 0, {64}},      {"t1024_w2", 1024, 0, {2}},
+    {"st_t128_w1", 128, 40960, {1, 1}}, {"st_t256_w8", 256, 40960, {8, 1}}, {"st_t512_w8", 512, 40960, {8, 1}},
 };
+const dsf_geom *dsf_engram_gate_cuda_geoms(int *n) {
+    *n = DSF_ENG_LEN(gate_cuda_geoms);
+    return gate_cuda_geoms;
+}
 static const dsf_geom gate_cuda_big[] = {
     {"t32_w1", 32, 0, {1}},
     {"t256_w64_smem200k", 256, 200 * 1024, {64}},
