@@ -259,8 +259,7 @@ static void test_wkv_engine_geoms(void) {
     }
 }
 
-// The staged gate refuses a bad kind, too little shared memory and misaligned rows before touching the device; the
-// engine's gate geometries, staged up to DSF_ENG_GATE_STAGED_MAX tokens, are among the contract's.
+// Staged gate refusals (kind, shared memory, alignment) without a device; the engine's gate geometries by size.
 static void test_gate_geoms(void) {
     static _Alignas(16) uint16_t b[64];
     const int32_t *img = (const int32_t *)b;

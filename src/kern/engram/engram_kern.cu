@@ -87,8 +87,7 @@ __global__ void __launch_bounds__(1024) eng_gate(const uint16_t *h, const uint16
     }
 }
 
-// A block per (token, stream), for few tokens: every thread stages h, key and both weight rows in shared memory with
-// 16-byte loads, warp 0 runs eng_gate's lane chains and butterfly on them, and every thread writes the residual add.
+// A block per (token, stream): rows staged in shared memory by all threads, eng_gate's lane chains in warp 0.
 template <int F>
 __global__ void __launch_bounds__(1024) eng_gate_st(const uint16_t *h, const uint16_t *__restrict__ kv,
                                                      const uint16_t *__restrict__ qw, const uint16_t *__restrict__ kw,

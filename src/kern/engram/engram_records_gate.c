@@ -65,11 +65,15 @@ DSF_ENG_ATTRS(gate_attrs_geom, 2, DSF_ENG_GEOM)
 DSF_ENG_ATTRS(gate_attrs_wrong, 2, DSF_ENG_WRONG)
 DSF_ENG_ATTRS(gate_attrs_batch, 2, DSF_ENG_BATCH)
 
-// CUDA {name, threads, dyn smem, {grid cap in units of 132 blocks, 1: staged}}: a warp per (token, stream), or (st_)
-// a block per (token, stream) staging its rows in shared memory (8 D bytes: D up to 5120 here).
+// CUDA {name, threads, dyn smem (st_: 8 D bytes), {grid cap in 132 blocks, 1: a block per (token, stream)}}.
 static const dsf_geom gate_cuda_geoms[] = {
-    {"t32_w1", 32, 0, {1}},  {"t128_w4", 128, 0, {4}},       {"t256_w64", 256, 0, {64}},      {"t1024_w2", 1024, 0, {2}},
-    {"st_t128_w1", 128, 40960, {1, 1}}, {"st_t256_w8", 256, 40960, {8, 1}}, {"st_t512_w8", 512, 40960, {8, 1}},
+    {"t32_w1", 32, 0, {1}},
+    {"t128_w4", 128, 0, {4}},
+    {"t256_w64", 256, 0, {64}},
+    {"t1024_w2", 1024, 0, {2}},
+    {"st_t128_w1", 128, 40960, {1, 1}},
+    {"st_t256_w8", 256, 40960, {8, 1}},
+    {"st_t512_w8", 512, 40960, {8, 1}},
 };
 const dsf_geom *dsf_engram_gate_cuda_geoms(int *n) {
     *n = DSF_ENG_LEN(gate_cuda_geoms);
