@@ -172,8 +172,6 @@ static wgt_fn wgt_pick(const dsf_geom *g) {
     int bw = g->p[1], nwg = g->p[2], pw = (g->threads - 128 * nwg) / 32, db = g->p[3] / 32;
     if (g->threads != 128 * nwg + 32 * pw || db > 1) return NULL;
     if (bw == 128 && nwg == 1 && pw == 1 && !db) return eng_wkv_wgt<128, 1, 1, 0>;
-    if (bw == 96 && nwg == 1 && pw == 1 && !db) return eng_wkv_wgt<96, 1, 1, 0>;
-    if (bw == 64 && nwg == 1 && pw == 1 && !db) return eng_wkv_wgt<64, 1, 1, 0>;
     if (bw == 128 && nwg == 2 && pw == 1 && !db) return eng_wkv_wgt<128, 2, 1, 0>;
     if (bw == 128 && nwg == 3 && pw == 4 && !db) return eng_wkv_wgt<128, 3, 4, 0>;
     if (bw == 64 && nwg == 3 && pw == 1 && !db) return eng_wkv_wgt<64, 3, 1, 0>;
