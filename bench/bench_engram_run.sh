@@ -17,6 +17,6 @@ timeout 200 "$b"/bench_engram 1000000 >"$out/bench.txt" 2>&1
 echo "bench rc=$?"
 timeout 90 python3 bench/bench_engram_torch.py "$out/bench.txt" >"$out/torch.txt" 2>&1
 echo "torch rc=$?"
-grep -E "gather_t(1|64|4096)_threads16|equals|wkv_t[0-9]+_(wg|best)" "$out/bench.txt"
+grep -E "gather_t(1|64|4096)_threads16|equals|wkv_t[0-9]+_(wg|best)|gate_t[0-9]+_(t256_w64|st_t512_w8)" "$out/bench.txt"
 grep -E '^SUMMARY' "$out/contract.log"
 tail -n 8 "$out/torch.txt"
