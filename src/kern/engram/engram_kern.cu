@@ -155,7 +155,7 @@ static const void *const embed_fns[5] = ENG_VARIANTS(eng_embed_quant);
 static const void *const gate_fns[5] = ENG_VARIANTS(eng_gate);
 static const void *const gate_st_fns[5] = ENG_VARIANTS(eng_gate_st);
 
-// Geometry: threads per block (a multiple of 32), p[0] = blocks per multiprocessor-sized wave (grid = p[0] * 132 max).
+// Geometry: threads (a multiple of 32), p[0] grid cap in waves of 132 blocks; the gate's p[1]: 1 staged, 0 a warp.
 static int geom_check(const dsf_geom *g, int fault, const char *k, dsf_err *e) {
     if (fault < 0 || fault > DSF_ENG_BATCH) return dsf_fail(e, "%s: no variant %d", k, fault);
     if (g->threads < 32 || g->threads > 1024 || g->threads % 32 || g->p[0] < 1 || g->dyn_smem < 0)

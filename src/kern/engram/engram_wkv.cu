@@ -142,7 +142,7 @@ static wg_fn wg_pick(const dsf_geom *g) {
     return NULL;
 }
 
-// Stages (each U atoms of weights and tokens, then its scales as floats) and the alignment slack.
+// The ring's stages (U atoms of weights and tokens each), then every stage's scales as floats, and the alignment slack.
 static long wg_smem(const dsf_geom *g) {
     long bm = 64L * g->p[2], bn = g->p[1], u = g->p[3] / 32;
     return (long)(g->p[3] % 32) * (u * (bm + bn) * ENG_ATOM + 16 * u * (bn + bm / 32)) + 1024;
@@ -205,9 +205,9 @@ int dsf_eng_prep(const dsf_geom *g, long need, const uint8_t *xq, const uint8_t 
                  int x_rows, int w_rows, CUtensorMap *mx, CUtensorMap *mw, dsf_err *e) {
     if (g->dyn_smem < need)
         return dsf_fail(e,
-                        "engram_wkv geometry %s: declares %d bytes of dynamic shared memory, its stages and scales "
-                        "at K %lld need %ld",
-                        g->name, g->dyn_smem, (long long)K, need);
+                        "engram_wkv geometry %s: declares %d bytes of dynamic shared memory, its stages and their "
+                        "scales need %ld",
+                        g->name, g->dyn_smem, need);
     if (T == 0) return 1;
     if (N > INT32_MAX || T > INT32_MAX || K > INT32_MAX)
         return dsf_fail(e, "engram_wkv: [%lld, %lld] x [%lld, %lld] exceeds a tensor map's int32 coordinates",
