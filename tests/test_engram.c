@@ -203,34 +203,33 @@ static void test_corrupt_tables(void) {
 }
 
 #ifdef DSF_HAVE_CUDA
-// The CUDA GEMM refuses, before touching the device, geometries without a kernel or with too little shared memory.
-static void test_wkv_geometry_refusals(void) {
+// The CUDA GEMM refuses g (1 token, 32 x 32) before touching the device, naming g, `what` and `also` (if given).
+static void wkv_refuses(const dsf_geom *g, int64_t K, const char *what, const char *also) {
     static _Alignas(16) uint8_t buf[4096];
-    uint16_t *y = (uint16_t *)buf;
     dsf_err e;
+    TEST_ASSERT_MSG(dsf_engram_wkv_cuda_v(NULL, g, buf, buf, buf, buf, (uint16_t *)buf, 1, 32, K, DSF_ENG_REAL, &e),
+                    "%s accepted", g->name);
+    TEST_ASSERT_MSG(strstr(e.msg, what) && (!also || strstr(e.msg, also)), "%s", e.msg);
+}
+
+// Geometries without a kernel or with too little shared memory, and a K that is not a multiple of 32.
+static void test_wkv_geometry_refusals(void) {
     const dsf_geom small = {"wg_small", 160, 1024, {3, 8, 1, 36}}, none = {"wg_b24", 160, 65536, {3, 24, 1, 36}};
     const dsf_geom shallow = {"wg_one_stage", 160, 65536, {3, 8, 1, 33}}, old = {"narrow_w4", 32, 16384, {2, 1, 4, 4}};
     // Four stages of 64 weight rows and 8 token rows of 128 bytes, each with its 40 scales as floats, the alignment.
-    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &small, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "wg_small") && strstr(e.msg, "1024") && strstr(e.msg, "38528"), "%s", e.msg);
-    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &none, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "wg_b24") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
-    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &shallow, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "wg_one_stage") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
-    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &old, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "narrow_w4") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
+    wkv_refuses(&small, 32, "wg_small", "38528");
+    wkv_refuses(&small, 32, "1024", NULL);
+    wkv_refuses(&none, 32, "wg_b24", "no such kernel variant");
+    wkv_refuses(&shallow, 32, "wg_one_stage", "no such kernel variant");
+    wkv_refuses(&old, 32, "narrow_w4", "no such kernel variant");
     // The tokens-as-A kernel: a thread count that is not 128 per warpgroup plus whole producer warps, a bad flag.
     const dsf_geom odd = {"wgt_t296", 296, 200000, {4, 128, 2, 4}}, flag = {"wgt_db2", 288, 200000, {4, 128, 2, 68}};
     const dsf_geom tiny = {"wgt_small", 288, 4096, {4, 128, 2, 4}};
-    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &odd, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "wgt_t296") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
-    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &flag, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "wgt_db2") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
+    wkv_refuses(&odd, 32, "wgt_t296", "no such kernel variant");
+    wkv_refuses(&flag, 32, "wgt_db2", "no such kernel variant");
     // Four stages of 256 rows of 128 bytes, 512 token scale bytes and 4 x 4 weight scale floats, and the alignment.
-    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, &tiny, buf, buf, buf, buf, y, 1, 32, 32, DSF_ENG_REAL, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "wgt_small") && strstr(e.msg, "134400"), "%s", e.msg);
-    TEST_ASSERT(dsf_engram_wkv_cuda_v(NULL, dsf_engram_cuda_geom(1), buf, buf, buf, buf, y, 1, 32, 48, DSF_ENG_REAL,
-                                      &e) != 0 && strstr(e.msg, "multiples of 32"));
+    wkv_refuses(&tiny, 32, "wgt_small", "134400");
+    wkv_refuses(dsf_engram_cuda_geom(1), 48, "multiples of 32", NULL);
 }
 
 // Whether g is, field for field, one of the contract's CUDA geometries c[0..n) (checked by its gate 2).
@@ -259,19 +258,23 @@ static void test_wkv_engine_geoms(void) {
     }
 }
 
+// The gate refuses g at D 5120 before touching the device (rows offset by `skew` elements), naming `what` and `also`.
+static void gate_refuses(const dsf_geom *g, int skew, const char *what, const char *also) {
+    static _Alignas(16) uint16_t b[64];
+    dsf_err e;
+    TEST_ASSERT_MSG(dsf_engram_gate_cuda(NULL, g, b + skew, b, b, b, (const int32_t *)b, b + skew, 1, 4, 5120, 1e-20f,
+                                         &e),
+                    "%s accepted", g->name);
+    TEST_ASSERT_MSG(strstr(e.msg, what) && strstr(e.msg, also), "%s", e.msg);
+}
+
 // Staged gate refusals (kind, shared memory, alignment) without a device; the engine's gate geometries by size.
 static void test_gate_geoms(void) {
-    static _Alignas(16) uint16_t b[64];
-    const int32_t *img = (const int32_t *)b;
-    dsf_err e;
     const dsf_geom small = {"st_small", 256, 1024, {8, 1}}, kind = {"st_kind2", 256, 40960, {8, 2}};
-    TEST_ASSERT(dsf_engram_gate_cuda(NULL, &small, b, b, b, b, img, b, 1, 4, 5120, 1e-20f, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "st_small") && strstr(e.msg, "1024") && strstr(e.msg, "40960"), "%s", e.msg);
-    TEST_ASSERT(dsf_engram_gate_cuda(NULL, &kind, b, b, b, b, img, b, 1, 4, 5120, 1e-20f, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, "st_kind2") && strstr(e.msg, "no such kernel variant"), "%s", e.msg);
-    const dsf_geom *st = dsf_engram_cuda_gate_geom(1);
-    TEST_ASSERT(dsf_engram_gate_cuda(NULL, st, b + 1, b, b, b, img, b + 1, 1, 4, 5120, 1e-20f, &e) != 0);
-    TEST_ASSERT_MSG(strstr(e.msg, st->name) && strstr(e.msg, "16-byte"), "%s", e.msg);
+    gate_refuses(&small, 0, "st_small", "40960");
+    gate_refuses(&small, 0, "1024", "40960");
+    gate_refuses(&kind, 0, "st_kind2", "no such kernel variant");
+    gate_refuses(dsf_engram_cuda_gate_geom(1), 1, dsf_engram_cuda_gate_geom(1)->name, "16-byte");
     int n;
     const dsf_geom *c = dsf_engram_gate_cuda_geoms(&n);
     const int64_t Ts[] = {1, 64, DSF_ENG_GATE_STAGED_MAX, DSF_ENG_GATE_STAGED_MAX + 1, 4096};
