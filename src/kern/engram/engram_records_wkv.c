@@ -79,6 +79,7 @@ static const dsf_geom wkv_cuda_geoms[] = {
     {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},  {"wgt_w64_x3_s4_db", 416, 135296, {4, 64, 3, 36}},
     {"wgt_w64_x2_pw4_s4_db", 384, 101504, {4, 64, 2, 36}},  {"wgt_w64_x2_pw4_s6_db", 384, 151744, {4, 64, 2, 38}},
     {"wgt_w128_x3_pw4_s5", 512, 209984, {4, 128, 3, 5}},  {"wgt_w128_x2_s6", 288, 201088, {4, 128, 2, 6}},
+    {"wgt_w128_x1_pw4_s4_db", 256, 100608, {4, 128, 1, 36}},
 };
 const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n) {
     *n = DSF_ENG_LEN(wkv_cuda_geoms);

@@ -3,9 +3,9 @@
 
 #define ENG_WGT_MAXS 8
 
-// Block: NWG warpgroups of 64 tokens each sharing BW weight rows, then PW producer warps; stages of 4 blocks.
+// Block: NWG warpgroups of 64 tokens sharing BW weight rows, PW producer warps (NWG 1, PW 4: two blocks an SM).
 template <int BW, int NWG, int PW, int DB>
-__global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
+__global__ void __launch_bounds__(128 * NWG + 32 * PW, NWG == 1 && PW == 4 ? 2 : 1)
     eng_wkv_wgt(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                 const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
                 int64_t N, int64_t K, int stages, int fault) {
@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
     eng_ring_init(full, empty, stages, 32 * PW, 128 * NWG);
     if (warp >= 4 * NWG) {
         // Producers (a warp, or a warpgroup lending its registers): thread 0 starts the copies, the rest copy scales.
-        if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(NWG == 1 ? 24 : 40));
         int p = threadIdx.x - 128 * NWG, words = KB % 4 == 0 && ((uintptr_t)xs & 3) == 0;
         for (int kt = 0; kt < KT; kt++) {
             int s = kt % stages, use = kt / stages;
@@ -91,22 +91,27 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
         eng_wgmma(dd, eng_desc(st + wg * 64 * ENG_ATOM) + 2 * j, eng_desc(st + SA) + 2 * j);
         eng_wg_commit();
     };
-    // acc = fma(d, sa * sw, acc); the scale of (token, weight) is the same product as in the weights-as-A kernel.
-    auto promote = [&](int kb, float(&dd)[R]) {
-        eng_wg_hold(dd);
-        int j = kb & 3;
+    // Block j's sa * sw for this thread's tokens (rows) and weight groups; read while a product runs, before its wait.
+    auto scales = [&](int j, float(&s)[RB][2]) {
         float lo = eng_e8m0(sc[j * TB + tok]), hi = eng_e8m0(sc[j * TB + tok + 8]);
 #pragma unroll
         for (int b = 0; b < RB; b++) {
-            float sw = ((const float *)(sc + 4 * TB))[j * RB + b], s0 = __fmul_rn(lo, sw), s1 = __fmul_rn(hi, sw);
+            float sw = ((const float *)(sc + 4 * TB))[j * RB + b];
+            s[b][0] = __fmul_rn(lo, sw), s[b][1] = __fmul_rn(hi, sw);
+        }
+    };
+    // acc = fma(d, sa * sw, acc); the scale of (token, weight) is the same product as in the weights-as-A kernel.
+    auto promote = [&](float(&dd)[R], const float(&s)[RB][2]) {
+        eng_wg_hold(dd);
+#pragma unroll
+        for (int b = 0; b < RB; b++)
 #pragma unroll
             for (int i = 4 * b; i < 4 * b + 4; i++) {
-                acc[4 * i] = __fmaf_rn(dd[4 * i], s0, acc[4 * i]);
-                acc[4 * i + 1] = __fmaf_rn(dd[4 * i + 1], s0, acc[4 * i + 1]);
-                acc[4 * i + 2] = __fmaf_rn(dd[4 * i + 2], s1, acc[4 * i + 2]);
-                acc[4 * i + 3] = __fmaf_rn(dd[4 * i + 3], s1, acc[4 * i + 3]);
+                acc[4 * i] = __fmaf_rn(dd[4 * i], s[b][0], acc[4 * i]);
+                acc[4 * i + 1] = __fmaf_rn(dd[4 * i + 1], s[b][0], acc[4 * i + 1]);
+                acc[4 * i + 2] = __fmaf_rn(dd[4 * i + 2], s[b][1], acc[4 * i + 2]);
+                acc[4 * i + 3] = __fmaf_rn(dd[4 * i + 3], s[b][1], acc[4 * i + 3]);
             }
-        }
     };
     // The controls' split: the first KT / 2 stages end as a bf16 partial (once a stage, not in the unrolled blocks).
     auto split_at = [&](int kt) {
@@ -114,33 +119,37 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
 #pragma unroll
             for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
     };
-    // Every consumer thread hands the slot back (each read scales from it); the next stage's slot is waited for.
-    auto next = [&](int kt) {
-        eng_mbar_arrive(&empty[slot]);
+    // To the next slot, whose stage is then waited for when there is one (kt + 1 < KT).
+    auto advance = [&](int kt) {
         if (++slot == stages) slot = 0, phase ^= 1;
         st = base + (size_t)slot * STAGE, sc = scl + (size_t)slot * SCB;
         if (kt + 1 < KT) eng_mbar_wait(&full[slot], phase);
     };
     eng_mbar_wait(&full[0], 0);
-    int kt = 0;
-    if (DB) {
-        // Two accumulator sets: each product runs while the one before it is promoted; none crosses the back edge.
-        for (; kt < KB / 4; kt++) {
-            split_at(kt);
-            issue(0, d[0]);
-            issue(1, d[DB]);
-            eng_wg_wait<1>();
-            promote(4 * kt, d[0]);
-            issue(2, d[0]);
-            eng_wg_wait<1>();
-            promote(4 * kt + 1, d[DB]);
-            issue(3, d[DB]);
-            eng_wg_wait<1>();
-            promote(4 * kt + 2, d[0]);
-            eng_wg_wait<0>();
-            promote(4 * kt + 3, d[DB]);
-            next(kt);
-        }
+    int kt = 0, nfull = DB ? KB / 4 : 0;
+    float s[RB][2];
+    // Two accumulator sets: block j's product runs while block j - 1 is promoted; none crosses the back edge.
+    for (; kt < nfull; kt++) {
+        split_at(kt);
+        issue(0, d[0]);
+        issue(1, d[DB]);
+        scales(0, s);
+        eng_wg_wait<1>();
+        promote(d[0], s);
+        issue(2, d[0]);
+        scales(1, s);
+        eng_wg_wait<1>();
+        promote(d[DB], s);
+        issue(3, d[DB]);
+        scales(2, s);
+        eng_wg_wait<1>();
+        promote(d[0], s);
+        scales(3, s);
+        eng_wg_wait<0>();
+        // Every consumer thread hands the slot back once its products are done (its scales are in registers by now).
+        eng_mbar_arrive(&empty[slot]);
+        advance(kt);
+        promote(d[DB], s);
     }
     for (; kt < KT; kt++) {
         split_at(kt);
@@ -148,10 +157,12 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, 1)
         for (int j = 0; j < 4; j++) {
             if (kt * 4 + j >= KB) break;
             issue(j, d[0]);
+            scales(j, s);
             eng_wg_wait<0>();
-            promote(kt * 4 + j, d[0]);
+            promote(d[0], s);
         }
-        next(kt);
+        eng_mbar_arrive(&empty[slot]);
+        advance(kt);
     }
     int64_t t = t0 + wg * 64 + (warp & 3) * 16 + g;
 #pragma unroll
@@ -178,6 +189,7 @@ static wgt_fn wgt_pick(const dsf_geom *g) {
     if (bw == 128 && nwg == 2 && pw == 4 && db) return eng_wkv_wgt<128, 2, 4, 1>;
     if (bw == 64 && nwg == 3 && pw == 1 && db) return eng_wkv_wgt<64, 3, 1, 1>;
     if (bw == 64 && nwg == 2 && pw == 4 && db) return eng_wkv_wgt<64, 2, 4, 1>;
+    if (bw == 128 && nwg == 1 && pw == 4 && db) return eng_wkv_wgt<128, 1, 4, 1>;
     return NULL;
 }
 
