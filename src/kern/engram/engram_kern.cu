@@ -28,6 +28,30 @@ __device__ __forceinline__ float eng_warp_sum(float v, int up) {
     return v;
 }
 
+// One element into a lane's three sums h.h, k.k, h.(q*k weights).k; both gate kernels share these helpers (R1).
+__device__ __forceinline__ void eng_gate_add(float s[3], float hv, float kk, float wt) {
+    s[0] = __fadd_rn(s[0], __fmul_rn(hv, hv));
+    s[1] = __fadd_rn(s[1], __fmul_rn(kk, kk));
+    s[2] = __fadd_rn(s[2], __fmul_rn(__fmul_rn(hv, wt), kk));
+}
+
+// The per-element weight of the dot: q_norm weight times k_norm weight, rounded to fp32.
+__device__ __forceinline__ float eng_gate_wt(uint16_t q, uint16_t k) {
+    return __fmul_rn(dsf_bf16_to_f32(q), dsf_bf16_to_f32(k));
+}
+
+// A warp's three lane sums to the gate value (butterfly sums, then the spec's formula); 0 for an image token.
+__device__ __forceinline__ float eng_gate_finish(float s[3], int up, int64_t D, float scale_d, float eps, int image) {
+    float gate = dsf_eng_gate_value(eng_warp_sum(s[0], up), eng_warp_sum(s[1], up), eng_warp_sum(s[2], up), (float)D,
+                                    scale_d, eps);
+    return image ? 0.0f : gate;
+}
+
+// The residual add of one element: bf16(h + gate * value).
+__device__ __forceinline__ uint16_t eng_gate_res(float hv, float vv, float gate) {
+    return dsf_bf16_from_f32(__fadd_rn(hv, __fmul_rn(gate, vv)));
+}
+
 #define ENG_GATE_U 8
 
 template <int F>
@@ -42,7 +66,7 @@ __global__ void __launch_bounds__(1024) eng_gate(const uint16_t *h, const uint16
         int64_t t = u / hc;
         int k = (int)(u % hc);
         const uint16_t *hr = h + u * D, *key = kv + (t * (hc + 1) + k) * D, *val = kv + (t * (hc + 1) + hc) * D;
-        float s_hh = 0.0f, s_kk = 0.0f, s_d = 0.0f;
+        float sums[3] = {0.0f, 0.0f, 0.0f};
         // Loads of ENG_GATE_U strides go out together; each lane still adds its elements c = lane + 32 i in order.
         for (int64_t c0 = 0; c0 < D; c0 += 32 * ENG_GATE_U) {
             float hv[ENG_GATE_U], kk[ENG_GATE_U], wt[ENG_GATE_U];
@@ -52,21 +76,15 @@ __global__ void __launch_bounds__(1024) eng_gate(const uint16_t *h, const uint16
                 int ok = c < D;
                 hv[i] = ok ? dsf_bf16_to_f32(hr[c]) : 0.0f;
                 kk[i] = ok ? dsf_bf16_to_f32(key[c]) : 0.0f;
-                wt[i] = ok ? __fmul_rn(dsf_bf16_to_f32(qw[k * D + c]), dsf_bf16_to_f32(kw[k * D + c])) : 0.0f;
+                wt[i] = ok ? eng_gate_wt(qw[k * D + c], kw[k * D + c]) : 0.0f;
             }
 #pragma unroll
             for (int i = 0; i < ENG_GATE_U; i++) {
                 if (c0 + 32 * i >= D) break;
-                s_hh = __fadd_rn(s_hh, __fmul_rn(hv[i], hv[i]));
-                s_kk = __fadd_rn(s_kk, __fmul_rn(kk[i], kk[i]));
-                s_d = __fadd_rn(s_d, __fmul_rn(__fmul_rn(hv[i], wt[i]), kk[i]));
+                eng_gate_add(sums, hv[i], kk[i], wt[i]);
             }
         }
-        s_hh = eng_warp_sum(s_hh, up);
-        s_kk = eng_warp_sum(s_kk, up);
-        s_d = eng_warp_sum(s_d, up);
-        float gate = dsf_eng_gate_value(s_hh, s_kk, s_d, (float)D, scale_d, eps);
-        if (img[t] && F != DSF_ENG_WRONG) gate = 0.0f;
+        float gate = eng_gate_finish(sums, up, D, scale_d, eps, img[t] && F != DSF_ENG_WRONG);
         __syncwarp();
         int64_t end = D - (F == DSF_ENG_SKIP && u == T * hc - 1);
         // A batch reads all its h and value elements before it writes (out may be h: each element is read first).
@@ -81,7 +99,7 @@ __global__ void __launch_bounds__(1024) eng_gate(const uint16_t *h, const uint16
 #pragma unroll
             for (int i = 0; i < ENG_GATE_U; i++) {
                 int64_t c = c0 + lane + 32 * i;
-                if (c < end) out[u * D + c] = dsf_bf16_from_f32(__fadd_rn(hv[i], __fmul_rn(gate, vv[i])));
+                if (c < end) out[u * D + c] = eng_gate_res(hv[i], vv[i], gate);
             }
         }
     }
@@ -109,20 +127,12 @@ __global__ void __launch_bounds__(1024) eng_gate_st(const uint16_t *h, const uin
         }
         __syncthreads();
         if (threadIdx.x < 32) {
-            float s_hh = 0.0f, s_kk = 0.0f, s_d = 0.0f;
+            float sums[3] = {0.0f, 0.0f, 0.0f};
 #pragma unroll 8
-            for (int64_t c = lane; c < D; c += 32) {
-                float hv = dsf_bf16_to_f32(sh[c]), kk = dsf_bf16_to_f32(sk[c]);
-                float wt = __fmul_rn(dsf_bf16_to_f32(sq[c]), dsf_bf16_to_f32(sw[c]));
-                s_hh = __fadd_rn(s_hh, __fmul_rn(hv, hv));
-                s_kk = __fadd_rn(s_kk, __fmul_rn(kk, kk));
-                s_d = __fadd_rn(s_d, __fmul_rn(__fmul_rn(hv, wt), kk));
-            }
-            s_hh = eng_warp_sum(s_hh, up);
-            s_kk = eng_warp_sum(s_kk, up);
-            s_d = eng_warp_sum(s_d, up);
-            float gate = dsf_eng_gate_value(s_hh, s_kk, s_d, (float)D, scale_d, eps);
-            if (lane == 0) gate_of = img[t] && F != DSF_ENG_WRONG ? 0.0f : gate;
+            for (int64_t c = lane; c < D; c += 32)
+                eng_gate_add(sums, dsf_bf16_to_f32(sh[c]), dsf_bf16_to_f32(sk[c]), eng_gate_wt(sq[c], sw[c]));
+            float gate = eng_gate_finish(sums, up, D, scale_d, eps, img[t] && F != DSF_ENG_WRONG);
+            if (lane == 0) gate_of = gate;
         }
         __syncthreads();
         float gate = gate_of;
@@ -133,7 +143,7 @@ __global__ void __launch_bounds__(1024) eng_gate_st(const uint16_t *h, const uin
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 uint16_t a = (uint16_t)(hw[j / 2] >> 16 * (j & 1)), b = (uint16_t)(vw[j / 2] >> 16 * (j & 1));
-                uint32_t o = dsf_bf16_from_f32(__fadd_rn(dsf_bf16_to_f32(a), __fmul_rn(gate, dsf_bf16_to_f32(b))));
+                uint32_t o = eng_gate_res(dsf_bf16_to_f32(a), dsf_bf16_to_f32(b), gate);
                 ow[j / 2] = j & 1 ? ow[j / 2] | o << 16 : o;
             }
             if (8 * i + 8 <= end)
