@@ -245,7 +245,7 @@ static int in_contract(const dsf_geom *g, const dsf_geom *c, int n) {
 static void test_wkv_engine_geoms(void) {
     static _Alignas(16) uint8_t buf[64];
     const int64_t Ts[] = {1, 8, 9, 64, 65, 4096};
-    const int kind[] = {3, 3, 4, 4, 4, 4}, groups[] = {1, 1, 1, 1, 2, 2};
+    const int kind[] = {3, 3, 4, 4, 4, 4}, groups[] = {1, 1, 1, 1, 3, 3};
     dsf_err e;
     int n;
     const dsf_geom *c = dsf_engram_wkv_cuda_geoms(&n);

@@ -251,9 +251,9 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
 static const dsf_geom engine_geoms[] = {
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
     {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},
-    {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},
+    {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},
     {"t256_w64", 256, 0, {64, 0, 0, 0}},
-    {"wgt_w128_x1_s4", 160, 100608, {4, 128, 1, 4}},
+    {"wgt_w128_x1_pw4_s4_db", 256, 100608, {4, 128, 1, 36}},
     {"st_t512_w8", 512, 40960, {8, 1}},
 };
 
