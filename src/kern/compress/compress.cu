@@ -2,7 +2,7 @@
 #include "kern/compress/compress_emit.cuh"
 #include "kern/cuda_check.h"
 
-// Counters: arrivals, departures, then one ticket per row; then ws [rows, O] and pooled channels [64, d].
+// Counters: arrivals, departures, then one ticket per row; then ws [rows, O] and pooled channels [max(rows, 64), d].
 enum { CTR_BYTES = 512 };
 
 // Whether token p of segment s emits entry j (by the fault's rule); -1 when it does not.
@@ -250,16 +250,39 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
         }
 }
 
-// Prefill emissions: block (s, e) takes entry floor(p0/r) - 1 + e of segment s when a token of the segment emits it.
-__global__ void __launch_bounds__(256) cmp_emit(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws, int fault, int wide) {
-    __shared__ emit_smem sm;
+// Prefill block (s, e, .): entry floor(p0/r) - 1 + e of segment s if a token of it emits it (*row: that token's row).
+__device__ static int prefill_entry(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int fault, int64_t *j,
+                                    int64_t *row) {
     int s = blockIdx.x, r = L.ratio;
-    int64_t p0 = b.pos[s], len = b.row0[s + 1] - b.row0[s], j = p0 / r - 1 + blockIdx.y;
-    int64_t p = j * r + r - 1 + (fault == DSF_CMP_LATE ? 1 : 0);
-    if (j < 0 || p < p0 || p >= p0 + len || emitted_at(L, b, s, p, fault) != j) return;
-    emit_tokens(L, b, s, j, ws, dsf_cmp_proj_outputs_dev(L), fault, sm);
-    emit_prep(L, b, s, j, wide, sm);
-    pool_range(L, 0, L.d, wide, sm.v, 0, sm);
+    int64_t p0 = b.pos[s], len = b.row0[s + 1] - b.row0[s];
+    *j = p0 / r - 1 + blockIdx.y;
+    int64_t p = *j * r + r - 1 + (fault == DSF_CMP_LATE ? 1 : 0);
+    *row = b.row0[s] + (p - p0);
+    return *j >= 0 && p >= p0 && p < p0 + len && emitted_at(L, b, s, p, fault) == *j;
+}
+
+// Prefill pooling, block (s, e, g): channels [g cg, (g + 1) cg) of its entry into pooled[row]; same bits per channel.
+__global__ void __launch_bounds__(256) cmp_pool(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws, float *pooled,
+                                                int fault, int wide, int cg) {
+    __shared__ emit_smem sm;
+    int64_t j, row;
+    int c0 = (int)blockIdx.z * cg, c1 = c0 + cg < L.d ? c0 + cg : L.d;
+    if (c0 >= c1 || !prefill_entry(L, b, fault, &j, &row)) return;
+    emit_tokens(L, b, blockIdx.x, j, ws, dsf_cmp_proj_outputs_dev(L), fault, sm);
+    pool_range(L, c0, c1, wide, pooled + row * L.d + c0, 0, sm);
+}
+
+// Prefill emissions, block (s, e): its entry pooled here (split 0) or cmp_pool's, then norm, RoPE, QDQ, index key.
+__global__ void __launch_bounds__(256) cmp_emit(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws, const float *pooled,
+                                                int fault, int wide, int split) {
+    __shared__ emit_smem sm;
+    int64_t j, row;
+    if (!prefill_entry(L, b, fault, &j, &row)) return;
+    if (!split) emit_tokens(L, b, blockIdx.x, j, ws, dsf_cmp_proj_outputs_dev(L), fault, sm);
+    emit_prep(L, b, blockIdx.x, j, wide, sm);
+    if (!split) pool_range(L, 0, L.d, wide, sm.v, 0, sm);
+    for (int c = threadIdx.x; split && c < L.d; c += blockDim.x) sm.v[c] = __ldcg(pooled + row * L.d + c);
+    __syncthreads();
     emit_finish(L, fault, sm);
 }
 
@@ -278,8 +301,8 @@ __global__ void cmp_ring_reset(float *ring, int cap, int C) {
 }
 
 extern "C" size_t dsf_cmp_scratch_bytes(const dsf_cmp_layer *L, int64_t rows) {
-    return CTR_BYTES + sizeof(float) * ((size_t)(rows > 0 ? rows : 1) * (size_t)dsf_cmp_proj_outputs(L) +
-                                        (size_t)DSF_CMP_FUSED_MAX_ROWS * (size_t)L->d);
+    size_t r = (size_t)(rows > 0 ? rows : 1), pr = r > DSF_CMP_FUSED_MAX_ROWS ? r : DSF_CMP_FUSED_MAX_ROWS;
+    return CTR_BYTES + sizeof(float) * (r * (size_t)dsf_cmp_proj_outputs(L) + pr * (size_t)L->d);
 }
 
 static int geom_check(const dsf_geom *g, dsf_err *e) {
@@ -352,8 +375,16 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     if (launch(gemm_fn(g->p[1], kt16), dim3((unsigned)((O + 63) / 64), (unsigned)((b->rows + bm - 1) / bm)), bm,
                g->dyn_smem, stream, gargs, "cmp_gemm", e))
         return -1;
+    // Entries of more staged chunks than one (128 tokens: 32 channels a chunk) are pooled by a block a chunk first.
     unsigned ey = (unsigned)dsf_cmp_entry_slots(L->ratio, b->max_len) + 1;
-    void *eargs[] = {&l, &bb, &ws, &fault, &wide};
+    float *pooled = ws + (size_t)b->rows * (size_t)O;
+    int cg = L->ratio == 1 ? L->d : pool_chunk(span) > 32 ? pool_chunk(span) : 32, groups = (L->d + cg - 1) / cg;
+    int split = groups > 1;
+    void *pargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &cg};
+    if (split && launch((const void *)cmp_pool, dim3((unsigned)b->n_seg, ey, (unsigned)groups), g->threads, 0, stream,
+                        pargs, "cmp_pool", e))
+        return -1;
+    void *eargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &split};
     if (launch((const void *)cmp_emit, dim3((unsigned)b->n_seg, ey), g->threads, 0, stream, eargs, "cmp_emit", e))
         return -1;
     if (L->ratio == 1) return 0;

@@ -127,7 +127,7 @@ __device__ __noinline__ static void pool_stage(int C, int a, int ch, int wide, i
 }
 
 // The channels a chunk of pooling stages at once (the emitter may stage the ring's part of the first before waiting).
-__device__ static int pool_chunk(int n) { return (POOL_FLOATS / 2 / n) / 32 * 32; }
+__host__ __device__ static int pool_chunk(int n) { return (POOL_FLOATS / 2 / n) / 32 * 32; }
 
 // Pools channels c0..c1-1 into dst as dsf_cmp_pool does (same operations, same order), a staged chunk at a time.
 __device__ static void pool_range(const dsf_cmp_layer &L, int c0, int c1, int wide, float *dst, int ring_staged,
