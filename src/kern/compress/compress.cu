@@ -286,12 +286,12 @@ __global__ void __launch_bounds__(256) cmp_emit(dsf_cmp_layer L, dsf_cmp_batch b
     emit_finish(L, fault, sm);
 }
 
-// Prefill ring rows: the call's rows of the last cap positions of each segment, after the emissions read the ring.
+// Prefill ring rows, block (s, i): row i of segment s's last cap rows (positions), after the emissions read the ring.
 __global__ void cmp_ring_rows(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws) {
-    int64_t row = blockIdx.x;
-    int s = seg_of(b, row), C2 = 2 * dsf_cmp_channels_dev(L);
-    int64_t p = b.pos[s] + (row - b.row0[s]), end = b.pos[s] + (b.row0[s + 1] - b.row0[s]);
-    if (p < end - L.cap) return;
+    int s = blockIdx.x, C2 = 2 * dsf_cmp_channels_dev(L);
+    int64_t row = (int64_t)b.row0[s + 1] - L.cap + (int64_t)blockIdx.y;
+    if (row < b.row0[s]) return;
+    int64_t p = b.pos[s] + (row - b.row0[s]);
     for (int c = threadIdx.x; c < C2; c += blockDim.x) b.ring[s][(size_t)(p & (L.cap - 1)) * C2 + c] = ws[row * C2 + c];
 }
 
@@ -370,6 +370,7 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         return launch((const void *)cmp_fused, dim3((unsigned)(grid + ne)), g->threads, g->dyn_smem, stream,
                       args, "cmp_fused", e);
     }
+    if (L->cap > 65535) return dsf_fail(e, "compressor: a ring of %d rows exceeds the grid's y dimension", L->cap);
     int bm = g->p[1] ? 64 : 32, kt16 = L->dim / DSF_CMP_SLICES % 16 == 0;
     void *gargs[] = {&l, &bb, &ws, &fault, &skip};
     if (launch(gemm_fn(g->p[1], kt16), dim3((unsigned)((O + 63) / 64), (unsigned)((b->rows + bm - 1) / bm)), bm,
@@ -389,7 +390,8 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         return -1;
     if (L->ratio == 1) return 0;
     void *rargs[] = {&l, &bb, &ws};
-    return launch((const void *)cmp_ring_rows, dim3((unsigned)b->rows), 256, 0, stream, rargs, "cmp_ring_rows", e);
+    return launch((const void *)cmp_ring_rows, dim3((unsigned)b->n_seg, (unsigned)L->cap), 256, 0, stream, rargs,
+                  "cmp_ring_rows", e);
 }
 
 extern "C" int dsf_cmp_run_cuda(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b,
