@@ -115,7 +115,8 @@ static int run_once(void *p) {
     int rc = 0;
     unsigned i = c->calls++ % NWC;
     if (c->what == 1)
-        rc |= dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G->codes, G->scales, G->xq, G->xs, T, K, &e);
+        rc |= dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(DSF_ENG_ROLE_EMBED_QUANT), G->codes, G->scales, G->xq,
+                                          G->xs, T, K, &e);
     if (c->what <= 1) rc |= dsf_engram_wkv_cuda(0, c->g, G->xq, G->xs, G->w[i], G->ws[i], G->kv, T, N, K, &e);
     if (c->what >= 1)
         rc |= dsf_engram_gate_cuda(0, c->gg, G->h, G->kv, G->qw, G->kw, G->img, G->h, T, HC, D, 1e-20f, &e);
@@ -160,7 +161,9 @@ static void bench_gpu(int only_T, const char *only_geom) {
     fill_dev(G.qw, (size_t)HC * D * 2, 3);
     fill_dev(G.kw, (size_t)HC * D * 2, 3);
     dsf_err e;
-    if (dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(0), G.codes, G.scales, G.xq, G.xs, TMAX, K, &e)) exit(1);
+    if (dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(DSF_ENG_ROLE_EMBED_QUANT), G.codes, G.scales, G.xq, G.xs,
+                                    TMAX, K, &e))
+        exit(1);
     printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
     int NG;
     const dsf_geom *geoms = dsf_engram_wkv_cuda_geoms(&NG);

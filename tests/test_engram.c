@@ -229,7 +229,7 @@ static void test_wkv_geometry_refusals(void) {
     wkv_refuses(&flag, 32, "wgt_db2", "no such kernel variant");
     // Four stages of 256 rows of 128 bytes, 512 token scale bytes and 4 x 4 weight scale floats, and the alignment.
     wkv_refuses(&tiny, 32, "wgt_small", "134400");
-    wkv_refuses(dsf_engram_cuda_geom(1), 48, "multiples of 32", NULL);
+    wkv_refuses(dsf_engram_cuda_geom(DSF_ENG_ROLE_WKV_DECODE), 48, "multiples of 32", NULL);
 }
 
 // Whether g is, field for field, one of the contract's CUDA geometries c[0..n) (checked by its gate 2).

@@ -247,24 +247,26 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
     return 0;
 }
 
-// The engine's geometries: embed_quant, wkv (decode), wkv (prefill), gate, wkv up to 64 tokens, gate for few tokens.
-static const dsf_geom engine_geoms[] = {
-    {"t256_w64", 256, 0, {64, 0, 0, 0}},
-    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},
-    {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},
-    {"t256_w64", 256, 0, {64, 0, 0, 0}},
-    {"wgt_w128_x1_pw4_s4_db", 256, 100608, {4, 128, 1, 36}},
-    {"st_t512_w8", 512, 40960, {8, 1}},
+// The engine's geometries: the public roles (engram_kern.h) first, then wkv up to 64 tokens and the staged gate.
+static const int ROLE_WKV_64 = DSF_ENG_ROLE_GATE_WARP + 1, ROLE_GATE_STAGED = ROLE_WKV_64 + 1,
+                 ROLES = ROLE_GATE_STAGED + 1;
+static const dsf_geom engine_geoms[ROLES] = {
+    {"t256_w64", 256, 0, {64, 0, 0, 0}},                     // DSF_ENG_ROLE_EMBED_QUANT
+    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},           // DSF_ENG_ROLE_WKV_DECODE: up to 8 tokens
+    {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},     // DSF_ENG_ROLE_WKV_PREFILL: more than 64
+    {"t256_w64", 256, 0, {64, 0, 0, 0}},                     // DSF_ENG_ROLE_GATE_WARP
+    {"wgt_w128_x1_pw4_s4_db", 256, 100608, {4, 128, 1, 36}}, // ROLE_WKV_64: 9 to 64 tokens
+    {"st_t512_w8", 512, 40960, {8, 1}},                      // ROLE_GATE_STAGED
 };
 
 extern "C" const dsf_geom *dsf_engram_cuda_geom(int which) {
-    return which >= 0 && which < 4 ? &engine_geoms[which] : NULL;
+    return which >= 0 && which < ROLE_WKV_64 ? &engine_geoms[which] : NULL;
 }
 
 extern "C" const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T) {
-    return &engine_geoms[T <= DSF_ENG_GATE_STAGED_MAX ? 5 : 3];
+    return &engine_geoms[T <= DSF_ENG_GATE_STAGED_MAX ? ROLE_GATE_STAGED : DSF_ENG_ROLE_GATE_WARP];
 }
 
 extern "C" const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T) {
-    return &engine_geoms[T <= 8 ? 1 : T <= 64 ? 4 : 2];
+    return &engine_geoms[T <= 8 ? DSF_ENG_ROLE_WKV_DECODE : T <= 64 ? ROLE_WKV_64 : DSF_ENG_ROLE_WKV_PREFILL];
 }

@@ -35,7 +35,8 @@ int dsf_engram_layer_cpu(dsf_pool *pool, const uint8_t *codes, const uint8_t *sc
                          const uint8_t *w, const uint8_t *ws, const uint16_t *qw, const uint16_t *kw, const int32_t *img,
                          uint16_t *h, int hc, int64_t D, float eps, dsf_err *e);
 
-// The engine's geometries: 0 embed_quant, 1 wkv for decode, 2 wkv for prefill, 3 gate (every wkv geometry agrees).
+// The engine's geometries by role (every wkv geometry agrees, and every gate geometry): dsf_engram_cuda_geom's which.
+enum { DSF_ENG_ROLE_EMBED_QUANT, DSF_ENG_ROLE_WKV_DECODE, DSF_ENG_ROLE_WKV_PREFILL, DSF_ENG_ROLE_GATE_WARP };
 const dsf_geom *dsf_engram_cuda_geom(int which);
 // Every CUDA wkv geometry, the list the contract checks (its gate 2: all give the same bits); *n gets its length.
 const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n);
