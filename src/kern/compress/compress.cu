@@ -379,7 +379,7 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     // Entries of more staged chunks than one (128 tokens: 32 channels a chunk) are pooled by a block a chunk first.
     unsigned ey = (unsigned)dsf_cmp_entry_slots(L->ratio, b->max_len) + 1;
     float *pooled = ws + (size_t)b->rows * (size_t)O;
-    int cg = L->ratio == 1 ? L->d : pool_chunk(span) > 32 ? pool_chunk(span) : 32, groups = (L->d + cg - 1) / cg;
+    int cg = L->ratio == 1 ? L->d : max(pool_chunk(span), 32), groups = (L->d + cg - 1) / cg;
     int split = groups > 1;
     void *pargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &cg};
     if (split && launch((const void *)cmp_pool, dim3((unsigned)b->n_seg, ey, (unsigned)groups), g->threads, 0, stream,

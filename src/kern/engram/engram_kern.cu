@@ -1,6 +1,7 @@
 // engram_embed_quant and engram_gate on CUDA: a warp per unit (a 32-block; a token's stream), fixed-order sums.
 #include "kern/cuda_check.h"
 #include "kern/engram/engram_internal.h"
+#include "kern/engram/engram_wg.cuh"
 
 // One lane per element of a 32-block: the block's amax is a warp max (exact in any order), then act_quant.
 template <int F>
@@ -179,8 +180,7 @@ static int launch(const void *fn, int64_t units, int64_t per, const dsf_geom *g,
     int64_t blocks = (units + per - 1) / per;
     if (blocks > (int64_t)g->p[0] * 132) blocks = (int64_t)g->p[0] * 132;
     if (blocks <= 0) return 0;
-    if (g->dyn_smem > 48 * 1024)
-        DSF_CUDA_TRY(e, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, g->dyn_smem));
+    if (g->dyn_smem > 48 * 1024 && dsf_eng_smem_limit(fn, g->dyn_smem, k, e)) return -1;
     DSF_CUDA_TRY(e, cudaLaunchKernel(fn, dim3((unsigned)blocks), dim3((unsigned)g->threads), args, (size_t)g->dyn_smem,
                                      (cudaStream_t)stream));
     DSF_CUDA_LAUNCHED(e, k);

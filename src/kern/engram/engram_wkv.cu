@@ -149,7 +149,7 @@ static long wg_smem(const dsf_geom *g) {
 }
 
 // Raises fn's dynamic shared memory limit on the current device to bytes once, not on every launch.
-int dsf_eng_smem_limit(const void *fn, int bytes, dsf_err *e) {
+int dsf_eng_smem_limit(const void *fn, int bytes, const char *k, dsf_err *e) {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static const void *fns[64];
     static int lim[64], dev[64], n;
@@ -161,7 +161,7 @@ int dsf_eng_smem_limit(const void *fn, int bytes, dsf_err *e) {
     if (i == n || lim[i] < bytes) {
         cudaError_t c = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
         if (c != cudaSuccess)
-            rc = dsf_fail(e, "engram_wkv: %d bytes of dynamic shared memory refused: %s", bytes, cudaGetErrorString(c));
+            rc = dsf_fail(e, "%s: %d bytes of dynamic shared memory refused: %s", k, bytes, cudaGetErrorString(c));
         else if (i < 64)
             fns[i] = fn, lim[i] = bytes, dev[i] = d, n += i == n;
     }
@@ -233,7 +233,7 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
     if (rc) return rc < 0 ? -1 : 0;
     dim3 grid((unsigned)((T + bn - 1) / bn), (unsigned)((N + 64 * nwg - 1) / (64 * nwg)));
     if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
-    if (dsf_eng_smem_limit((const void *)fn, g->dyn_smem, e)) return -1;
+    if (dsf_eng_smem_limit((const void *)fn, g->dyn_smem, "engram_wkv", e)) return -1;
     fn<<<grid, g->threads, g->dyn_smem, (cudaStream_t)stream>>>(mw, mx, xs, ws, y, T, N, K, stages, fault);
     DSF_CUDA_LAUNCHED(e, "engram_wkv");
     return 0;
