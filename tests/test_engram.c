@@ -228,7 +228,7 @@ static void test_wkv_geometry_refusals(void) {
     wkv_refuses(&odd, 32, "wgt_t296", "no such kernel variant");
     wkv_refuses(&flag, 32, "wgt_db2", "no such kernel variant");
     // Four stages of 256 rows of 128 bytes, 512 token scale bytes and 4 x 4 weight scale floats, and the alignment.
-    wkv_refuses(&tiny, 32, "wgt_small", "134400");
+    wkv_refuses(&tiny, 32, "wgt_small", "140544");
     wkv_refuses(dsf_engram_cuda_geom(DSF_ENG_ROLE_WKV_DECODE), 48, "multiples of 32", NULL);
 }
 

@@ -69,17 +69,19 @@ DSF_ENG_RUN(wkv_cuda_wrong, wkv_cuda, DSF_ENG_WRONG)
 DSF_ENG_RUN(wkv_cuda_batch, wkv_cuda, DSF_ENG_BATCH)
 DSF_ENG_ATTRS(wkv_attrs, 1, DSF_ENG_REAL)
 
-// CUDA {name, threads, smem, {3, tokens, row groups, 32 atoms + stages} | {4, rows, token groups, 32 db + stages}}.
+// CUDA {name, threads, smem, {3, tokens, row groups, 32 atoms + stages} | {4, rows, token groups, 64 ws + 32 db + st}}.
 static const dsf_geom wkv_cuda_geoms[] = {
     {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},  {"wg_b8_w1_u2_s2", 160, 38528, {3, 8, 1, 66}},
     {"wg_b8_w2_u2_s2", 288, 71424, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 76032, {3, 16, 2, 36}},
-    {"wg_b32_w2_u1_s4", 288, 85248, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 134400, {4, 128, 2, 4}},
-    {"wgt_w128_x1_s4", 160, 100608, {4, 128, 1, 4}},
-    {"wgt_w128_x3_pw4_s4", 512, 168192, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 135296, {4, 64, 3, 4}},
-    {"wgt_w128_x2_pw4_s4_db", 384, 134400, {4, 128, 2, 36}},  {"wgt_w64_x3_s4_db", 416, 135296, {4, 64, 3, 36}},
-    {"wgt_w64_x2_pw4_s4_db", 384, 101504, {4, 64, 2, 36}},  {"wgt_w64_x2_pw4_s6_db", 384, 151744, {4, 64, 2, 38}},
-    {"wgt_w128_x3_pw4_s5", 512, 209984, {4, 128, 3, 5}},  {"wgt_w128_x2_s6", 288, 201088, {4, 128, 2, 6}},
-    {"wgt_w128_x1_pw4_s4_db", 256, 100608, {4, 128, 1, 36}},
+    {"wg_b32_w2_u1_s4", 288, 85248, {3, 32, 2, 36}},  {"wgt_w128_x2_s4", 288, 140544, {4, 128, 2, 4}},
+    {"wgt_w128_x1_s4", 160, 103680, {4, 128, 1, 4}},
+    {"wgt_w128_x3_pw4_s4", 512, 177408, {4, 128, 3, 4}},  {"wgt_w64_x3_s4", 416, 144512, {4, 64, 3, 4}},
+    {"wgt_w128_x2_pw4_s4_db", 384, 140544, {4, 128, 2, 36}},  {"wgt_w64_x3_s4_db", 416, 144512, {4, 64, 3, 36}},
+    {"wgt_w64_x2_pw4_s4_db", 384, 107648, {4, 64, 2, 36}},  {"wgt_w64_x2_pw4_s6_db", 384, 160960, {4, 64, 2, 38}},
+    {"wgt_w128_x3_pw4_s5", 512, 221504, {4, 128, 3, 5}},  {"wgt_w128_x2_s6", 288, 210304, {4, 128, 2, 6}},
+    {"wgt_w128_x1_pw4_s4_db", 256, 103680, {4, 128, 1, 36}},
+    {"wgt_w224_x1_ws2_pw4_s4_db", 384, 153024, {4, 224, 1, 100}},
+    {"wgt_w224_x1_ws2_pw4_s5_db", 384, 191024, {4, 224, 1, 101}},
 };
 const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n) {
     *n = DSF_ENG_LEN(wkv_cuda_geoms);
@@ -90,7 +92,7 @@ const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n) {
 static const dsf_geom wkv_cuda_ctl_geoms[] = {
     {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},
     {"wg_b16_w2_u1_s4", 288, 76032, {3, 16, 2, 36}},
-    {"wgt_w64_x3_s4", 416, 135296, {4, 64, 3, 4}},
+    {"wgt_w64_x3_s4", 416, 144512, {4, 64, 3, 4}},
 };
 static const dsf_geom wkv_cuda_big[] = {
     {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},

@@ -3,79 +3,19 @@
 
 #define ENG_WGT_MAXS 8
 
-// Block: NWG warpgroups of 64 tokens sharing BW weight rows, PW producer warps (NWG 1, PW 4: two blocks an SM).
-template <int BW, int NWG, int PW, int DB>
-__global__ void __launch_bounds__(128 * NWG + 32 * PW, NWG == 1 && PW == 4 ? 2 : 1)
-    eng_wkv_wgt(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
-                const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
-                int64_t N, int64_t K, int stages, int fault) {
-    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = (TB + BW) * ENG_ATOM, R = BW / 2, RB = BW / 32 };
-    // A stage's scales: token scale bytes [4][TB], then weight scales as floats [4][RB].
-    enum { SCB = 4 * TB + 16 * RB, NP = 32 * PW - 1, NI = (TB + NP - 1) / NP, NW = (4 * RB + NP - 1) / NP };
-    extern __shared__ uint8_t eng_dyn[];
-    __shared__ uint64_t full[ENG_WGT_MAXS], empty[ENG_WGT_MAXS];
-    // Stages 1024-aligned ([TB][128] tokens, [BW][128] weights), then each stage's scales (SCB bytes).
-    uint8_t *base = eng_dyn + ((1024 - (eng_smem(eng_dyn) & 1023)) & 1023);
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int64_t t0 = (int64_t)blockIdx.x * TB, n0 = (int64_t)blockIdx.y * BW;
-    int KB = (int)(K / 32), KT = (KB + 3) / 4;
-    uint8_t *scl = base + (size_t)stages * STAGE;
-    eng_ring_init(full, empty, stages, 32 * PW, 128 * NWG);
-    if (warp >= 4 * NWG) {
-        // Producers (a warp, or a warpgroup lending its registers): thread 0 starts the copies, the rest copy scales.
-        if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(NWG == 1 ? 24 : 40));
-        int p = threadIdx.x - 128 * NWG, words = KB % 4 == 0 && ((uintptr_t)xs & 3) == 0;
-        for (int kt = 0; kt < KT; kt++) {
-            int s = kt % stages, use = kt / stages;
-            uint8_t *st = base + (size_t)s * STAGE, *sc = scl + (size_t)s * SCB;
-            // A stage's scales are read from global memory before its slot is free, so that wait hides their latency.
-            uint32_t v[NI], wb[NW];
-#pragma unroll
-            for (int r = 0; r < NI; r++) {
-                int i = p - 1 + r * NP;
-                int64_t t = t0 + i;
-                const uint8_t *src = xs + t * KB + 4 * kt;
-                v[r] = 0x7F7F7F7Fu;
-                if (p > 0 && i < TB && t < T && words)
-                    v[r] = *(const uint32_t *)src;
-                else if (p > 0 && i < TB && t < T)
-                    for (int j = 0; j < 4 && 4 * kt + j < KB; j++)
-                        v[r] = (v[r] & ~(0xFFu << 8 * j)) | (uint32_t)src[j] << 8 * j;
-            }
-#pragma unroll
-            for (int r = 0; r < NW; r++) {
-                int i = p - 1 + r * NP, kb = 4 * kt + i / RB;
-                int64_t n = n0 + 32 * (i % RB);
-                wb[r] = p > 0 && i < 4 * RB && n < N && kb < KB ? ws[(n / 32) * KB + kb] : 127;
-            }
-            if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
-            if (p == 0) {
-                eng_mbar_expect(&full[s], STAGE);
-                eng_tma(st, &tx, kt * ENG_ATOM, (int)t0, &full[s]);
-                eng_tma(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s]);
-                continue;
-            }
-#pragma unroll
-            for (int r = 0; r < NI; r++) {
-                int i = p - 1 + r * NP;
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    if (i < TB) sc[j * TB + i] = (uint8_t)(v[r] >> 8 * j);
-            }
-#pragma unroll
-            for (int r = 0; r < NW; r++) {
-                int i = p - 1 + r * NP;
-                if (i < 4 * RB) ((float *)(sc + 4 * TB))[i] = eng_e8m0(fault == DSF_ENG_WRONG ? wb[r] + 1 : wb[r]);
-            }
-            eng_mbar_arrive(&full[s]);
-        }
-        return;
-    }
-    if (PW == 4) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(NWG == 3 ? 152 : 232));
-    int wg = warp >> 2, g = lane >> 2, q = lane & 3;
-    int split = (fault == DSF_ENG_GEOM && NWG >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
+// A consumer warpgroup's share: 64 tokens (token group wg) by W weight rows from row OFF of the block's BW.
+template <int BW, int NWG, int DB, int W, int OFF>
+__device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full, uint64_t *empty, int stages, int KB,
+                                            int KT, int wg, int64_t t0, int64_t n0, uint16_t *y, int64_t T, int64_t N,
+                                            int split, int fault) {
+    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = (TB + BW) * ENG_ATOM, RB = (BW + 31) / 32 };
+    // This warpgroup's weight groups: G0 = OFF / 32 to G0 + NG - 1; chunk i of 8 rows falls in group (OFF + 8i) / 32.
+    enum { SCB = 16 * TB + 16 * RB, R = W / 2, G0 = OFF / 32, NG = (OFF + W - 1) / 32 - OFF / 32 + 1 };
+    enum { VEC = RB % 4 == 0 && G0 % 4 == 0 && NG % 4 == 0 ? 4 : RB % 2 == 0 && G0 % 2 == 0 && NG % 2 == 0 ? 2 : 1 };
+    const uint8_t *scl = base + (size_t)stages * STAGE;
+    int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
     // This thread's tokens: rows g and g + 8 of its warp's 16; its weights: 8j + 2q and 8j + 2q + 1.
-    int tok = wg * 64 + (warp & 3) * 16 + g;
+    int tok = wg * 64 + warp * 16 + g;
     float acc[R], d[DB ? 2 : 1][R];
 #pragma unroll
     for (int i = 0; i < R; i++) {
@@ -88,30 +28,33 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, NWG == 1 && PW == 4 ? 2 :
     // Block j (of 4) of the current stage into dd, as one commit group.
     auto issue = [&](int j, float(&dd)[R]) {
         eng_wg_fence();
-        eng_wgmma(dd, eng_desc(st + wg * 64 * ENG_ATOM) + 2 * j, eng_desc(st + SA) + 2 * j);
+        eng_wgmma(dd, eng_desc(st + wg * 64 * ENG_ATOM) + 2 * j, eng_desc(st + SA + OFF * ENG_ATOM) + 2 * j);
         eng_wg_commit();
     };
     // Block j's sa * sw for this thread's tokens (rows) and weight groups; read while a product runs, before its wait.
-    auto scales = [&](int j, float(&s)[RB][2]) {
-        float lo = eng_e8m0(sc[j * TB + tok]), hi = eng_e8m0(sc[j * TB + tok + 8]);
+    auto scales = [&](int j, float(&s)[NG][2]) {
+        float2 sa = *(const float2 *)((const float *)sc + j * TB + (tok & ~15) + 2 * g);
+        float sw[NG];
+        const float *w = (const float *)(sc + 16 * TB) + j * RB + G0;
 #pragma unroll
-        for (int b = 0; b < RB; b++) {
-            float sw = ((const float *)(sc + 4 * TB))[j * RB + b];
-            s[b][0] = __fmul_rn(lo, sw), s[b][1] = __fmul_rn(hi, sw);
-        }
+        for (int b = 0; b < NG; b += VEC)
+            if (VEC == 4) *(float4 *)&sw[b] = *(const float4 *)(w + b);
+            else if (VEC == 2) *(float2 *)&sw[b] = *(const float2 *)(w + b);
+            else sw[b] = w[b];
+#pragma unroll
+        for (int b = 0; b < NG; b++) s[b][0] = __fmul_rn(sa.x, sw[b]), s[b][1] = __fmul_rn(sa.y, sw[b]);
     };
     // acc = fma(d, sa * sw, acc); the scale of (token, weight) is the same product as in the weights-as-A kernel.
-    auto promote = [&](float(&dd)[R], const float(&s)[RB][2]) {
+    auto promote = [&](float(&dd)[R], const float(&s)[NG][2]) {
         eng_wg_hold(dd);
 #pragma unroll
-        for (int b = 0; b < RB; b++)
-#pragma unroll
-            for (int i = 4 * b; i < 4 * b + 4; i++) {
-                acc[4 * i] = __fmaf_rn(dd[4 * i], s[b][0], acc[4 * i]);
-                acc[4 * i + 1] = __fmaf_rn(dd[4 * i + 1], s[b][0], acc[4 * i + 1]);
-                acc[4 * i + 2] = __fmaf_rn(dd[4 * i + 2], s[b][1], acc[4 * i + 2]);
-                acc[4 * i + 3] = __fmaf_rn(dd[4 * i + 3], s[b][1], acc[4 * i + 3]);
-            }
+        for (int i = 0; i < R / 4; i++) {
+            int b = (OFF + 8 * i) / 32 - G0;
+            acc[4 * i] = __fmaf_rn(dd[4 * i], s[b][0], acc[4 * i]);
+            acc[4 * i + 1] = __fmaf_rn(dd[4 * i + 1], s[b][0], acc[4 * i + 1]);
+            acc[4 * i + 2] = __fmaf_rn(dd[4 * i + 2], s[b][1], acc[4 * i + 2]);
+            acc[4 * i + 3] = __fmaf_rn(dd[4 * i + 3], s[b][1], acc[4 * i + 3]);
+        }
     };
     // The controls' split: the first KT / 2 stages end as a bf16 partial (once a stage, not in the unrolled blocks).
     auto split_at = [&](int kt) {
@@ -127,7 +70,7 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, NWG == 1 && PW == 4 ? 2 :
     };
     eng_mbar_wait(&full[0], 0);
     int kt = 0, nfull = DB ? KB / 4 : 0;
-    float s[RB][2];
+    float s[NG][2];
     // Two accumulator sets: block j's product runs while block j - 1 is promoted; none crosses the back edge.
     for (; kt < nfull; kt++) {
         split_at(kt);
@@ -164,10 +107,10 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, NWG == 1 && PW == 4 ? 2 :
         eng_mbar_arrive(&empty[slot]);
         advance(kt);
     }
-    int64_t t = t0 + wg * 64 + (warp & 3) * 16 + g;
+    int64_t t = t0 + tok;
 #pragma unroll
-    for (int i = 0; i < BW / 8; i++) {
-        int64_t n = n0 + 8 * i + 2 * q;
+    for (int i = 0; i < R / 4; i++) {
+        int64_t n = n0 + OFF + 8 * i + 2 * q;
         eng_store(y, T, N, t, n, acc[4 * i], fault);
         eng_store(y, T, N, t, n + 1, acc[4 * i + 1], fault);
         eng_store(y, T, N, t + 8, n, acc[4 * i + 2], fault);
@@ -175,21 +118,104 @@ __global__ void __launch_bounds__(128 * NWG + 32 * PW, NWG == 1 && PW == 4 ? 2 :
     }
 }
 
+// Block: NWG warpgroups of 64 tokens by BW weight rows (WS 2: two of BW / 2 rows, NWG 1), PW producer warps.
+template <int BW, int NWG, int PW, int DB, int WS>
+__global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW == 4 ? 2 : 1)
+    eng_wkv_wgt(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
+                const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
+                int64_t N, int64_t K, int stages, int fault) {
+    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = (TB + BW) * ENG_ATOM, RB = (BW + 31) / 32, NC = NWG * WS };
+    // A stage's scales as floats: tokens [4][TB] with rows t and t + 8 of each 16 side by side, then weights [4][RB].
+    enum { SCB = 16 * TB + 16 * RB, NP = 32 * PW - 1, NI = (TB + NP - 1) / NP, NW = (4 * RB + NP - 1) / NP };
+    static_assert(WS == 1 || (NWG == 1 && BW % 16 == 0), "a weight split halves the rows of one token group");
+    extern __shared__ uint8_t eng_dyn[];
+    __shared__ uint64_t full[ENG_WGT_MAXS], empty[ENG_WGT_MAXS];
+    // Stages 1024-aligned ([TB][128] tokens, [BW][128] weights), then each stage's scales (SCB bytes).
+    uint8_t *base = eng_dyn + ((1024 - (eng_smem(eng_dyn) & 1023)) & 1023);
+    int warp = threadIdx.x >> 5;
+    int64_t t0 = (int64_t)blockIdx.x * TB, n0 = (int64_t)blockIdx.y * BW;
+    int KB = (int)(K / 32), KT = (KB + 3) / 4;
+    uint8_t *scl = base + (size_t)stages * STAGE;
+    eng_ring_init(full, empty, stages, 32 * PW, 128 * NC);
+    if (warp >= 4 * NC) {
+        // Producers (a warp, or a warpgroup lending its registers): thread 0 starts the copies, the rest copy scales.
+        if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(NC == 1 ? 24 : 40));
+        int p = threadIdx.x - 128 * NC, words = KB % 4 == 0 && ((uintptr_t)xs & 3) == 0;
+        for (int kt = 0; kt < KT; kt++) {
+            int s = kt % stages, use = kt / stages;
+            uint8_t *st = base + (size_t)s * STAGE, *sc = scl + (size_t)s * SCB;
+            // A stage's scales are read from global memory before its slot is free, so that wait hides their latency.
+            uint32_t v[NI], wb[NW];
+#pragma unroll
+            for (int r = 0; r < NI; r++) {
+                int i = p - 1 + r * NP;
+                int64_t t = t0 + i;
+                const uint8_t *src = xs + t * KB + 4 * kt;
+                v[r] = 0x7F7F7F7Fu;
+                if (p > 0 && i < TB && t < T && words)
+                    v[r] = *(const uint32_t *)src;
+                else if (p > 0 && i < TB && t < T)
+                    for (int j = 0; j < 4 && 4 * kt + j < KB; j++)
+                        v[r] = (v[r] & ~(0xFFu << 8 * j)) | (uint32_t)src[j] << 8 * j;
+            }
+#pragma unroll
+            for (int r = 0; r < NW; r++) {
+                int i = p - 1 + r * NP, kb = 4 * kt + i / RB;
+                int64_t n = n0 + 32 * (i % RB);
+                wb[r] = p > 0 && i < 4 * RB && n < N && kb < KB ? ws[(n / 32) * KB + kb] : 127;
+            }
+            if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
+            if (p == 0) {
+                eng_mbar_expect(&full[s], STAGE);
+                eng_tma(st, &tx, kt * ENG_ATOM, (int)t0, &full[s]);
+                eng_tma(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s]);
+                continue;
+            }
+#pragma unroll
+            for (int r = 0; r < NI; r++) {
+                int i = p - 1 + r * NP, at = (i & ~15) | (i & 7) << 1 | (i >> 3 & 1);
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (i < TB) ((float *)sc)[j * TB + at] = eng_e8m0(v[r] >> 8 * j);
+            }
+#pragma unroll
+            for (int r = 0; r < NW; r++) {
+                int i = p - 1 + r * NP;
+                if (i < 4 * RB) ((float *)(sc + 16 * TB))[i] = eng_e8m0(fault == DSF_ENG_WRONG ? wb[r] + 1 : wb[r]);
+            }
+            eng_mbar_arrive(&full[s]);
+        }
+        return;
+    }
+    if (PW == 4) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(NC == 3 ? 152 : 232));
+    int split = (fault == DSF_ENG_GEOM && NC >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
+    // Consumer warpgroup c: token group c (WS 1) or rows [c CW, (c + 1) CW) of all 64 tokens (WS 2).
+    enum { CW = BW / WS };
+    int c = warp >> 2;
+    if (WS == 1 || c == 0)
+        wgt_consume<BW, NWG, DB, CW, 0>(base, full, empty, stages, KB, KT, WS == 1 ? c : 0, t0, n0, y, T, N, split,
+                                        fault);
+    else
+        wgt_consume<BW, NWG, DB, CW, BW - CW>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+}
+
 typedef void (*wgt_fn)(const CUtensorMap, const CUtensorMap, const uint8_t *, const uint8_t *, uint16_t *, int64_t,
                        int64_t, int64_t, int, int);
 
-// Geometry {4, BW weight rows, NWG warpgroups of 64 tokens, 32 double buffer + stages}; threads 128 NWG + 32 PW.
+// Geometry {4, BW rows, NWG token warpgroups, 64 (WS - 1) + 32 double buffer + stages}; threads 128 NWG WS + 32 PW.
 static wgt_fn wgt_pick(const dsf_geom *g) {
-    int bw = g->p[1], nwg = g->p[2], pw = (g->threads - 128 * nwg) / 32, db = g->p[3] / 32;
-    if (g->threads != 128 * nwg + 32 * pw || db > 1) return NULL;
-    if (bw == 128 && nwg == 1 && pw == 1 && !db) return eng_wkv_wgt<128, 1, 1, 0>;
-    if (bw == 128 && nwg == 2 && pw == 1 && !db) return eng_wkv_wgt<128, 2, 1, 0>;
-    if (bw == 128 && nwg == 3 && pw == 4 && !db) return eng_wkv_wgt<128, 3, 4, 0>;
-    if (bw == 64 && nwg == 3 && pw == 1 && !db) return eng_wkv_wgt<64, 3, 1, 0>;
-    if (bw == 128 && nwg == 2 && pw == 4 && db) return eng_wkv_wgt<128, 2, 4, 1>;
-    if (bw == 64 && nwg == 3 && pw == 1 && db) return eng_wkv_wgt<64, 3, 1, 1>;
-    if (bw == 64 && nwg == 2 && pw == 4 && db) return eng_wkv_wgt<64, 2, 4, 1>;
-    if (bw == 128 && nwg == 1 && pw == 4 && db) return eng_wkv_wgt<128, 1, 4, 1>;
+    int bw = g->p[1], nwg = g->p[2], ws = g->p[3] / 64 + 1, db = g->p[3] / 32 % 2;
+    int pw = (g->threads - 128 * nwg * ws) / 32;
+    if (g->threads != 128 * nwg * ws + 32 * pw || ws > 2) return NULL;
+    if (bw == 128 && nwg == 1 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 1, 1, 0, 1>;
+    if (bw == 128 && nwg == 2 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 2, 1, 0, 1>;
+    if (bw == 128 && nwg == 3 && pw == 4 && !db && ws == 1) return eng_wkv_wgt<128, 3, 4, 0, 1>;
+    if (bw == 64 && nwg == 3 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<64, 3, 1, 0, 1>;
+    if (bw == 128 && nwg == 2 && pw == 4 && db && ws == 1) return eng_wkv_wgt<128, 2, 4, 1, 1>;
+    if (bw == 64 && nwg == 3 && pw == 1 && db && ws == 1) return eng_wkv_wgt<64, 3, 1, 1, 1>;
+    if (bw == 64 && nwg == 2 && pw == 4 && db && ws == 1) return eng_wkv_wgt<64, 2, 4, 1, 1>;
+    if (bw == 128 && nwg == 1 && pw == 4 && db && ws == 1) return eng_wkv_wgt<128, 1, 4, 1, 1>;
+    if (bw == 224 && nwg == 1 && pw == 4 && db && ws == 2) return eng_wkv_wgt<224, 1, 4, 1, 2>;
     return NULL;
 }
 
@@ -203,7 +229,7 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     int bw = g->p[1], tb = 64 * g->p[2], stages = g->p[3] % 32;
     if (!fn || stages < 2 || stages > ENG_WGT_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
-    long need = (long)stages * ((tb + bw) * ENG_ATOM + 4 * tb + 16 * (bw / 32)) + 1024;
+    long need = (long)stages * ((tb + bw) * ENG_ATOM + 16 * tb + 16 * ((bw + 31) / 32)) + 1024;
     CUtensorMap mx, mw;
     int rc = dsf_eng_prep(g, need, xq, w, T, N, K, tb, bw, &mx, &mw, e);
     if (rc) return rc < 0 ? -1 : 0;
