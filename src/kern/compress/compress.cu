@@ -160,7 +160,11 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
     __shared__ __align__(16) float Bs[KT][BN];
     __shared__ float Ts[64][NT];
     int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, per = D / DSF_CMP_SLICES / KT;
-    int tid = threadIdx.x, tx = tid % (BN / 8), ty = tid / (BN / 8);
+    static_assert(BN == 64, "a warp is 8 column groups by 4 row groups");
+    // Lanes l and l ^ 1 share a row group, l and l ^ 2 a column group: each 16-byte shared load returns in 2 passes.
+    int tid = threadIdx.x, l = tid & 31;
+    int pt = (tid & ~31) | (l & 1) | (l >> 1 & 2) | (l >> 2 & 4) | (l << 2 & 8) | (l << 1 & 16);
+    int tx = pt & 7, ty = pt >> 3;
     int64_t r0 = (int64_t)blockIdx.y * BM;
     int o0 = blockIdx.x * BN;
     const uint16_t *pa[RA], *pb[RB];
