@@ -255,7 +255,7 @@ static const dsf_geom engine_geoms[ROLES] = {
     {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},           // DSF_ENG_ROLE_WKV_DECODE: up to 8 tokens
     {"wgt_w128_x3_pw4_s4", 512, 177408, {4, 128, 3, 4}},     // DSF_ENG_ROLE_WKV_PREFILL: more than 64
     {"t256_w64", 256, 0, {64, 0, 0, 0}},                     // DSF_ENG_ROLE_GATE_WARP
-    {"wgt_w224_x1_ws2_pw4_s4_db", 384, 153024, {4, 224, 1, 100}}, // ROLE_WKV_64: 9 to 64 tokens
+    {"wgt_w128_x1_pw4_s4_db", 256, 103680, {4, 128, 1, 36}}, // ROLE_WKV_64: 9 to 64 tokens
     {"st_t512_w8", 512, 40960, {8, 1}},                      // ROLE_GATE_STAGED
 };
 
