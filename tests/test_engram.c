@@ -223,11 +223,11 @@ static void test_wkv_geometry_refusals(void) {
     wkv_refuses(&shallow, 32, "wg_one_stage", "no such kernel variant");
     wkv_refuses(&old, 32, "narrow_w4", "no such kernel variant");
     // The tokens-as-A kernel: a thread count that is not 128 per warpgroup plus whole producer warps, a bad flag.
-    const dsf_geom odd = {"wgt_t296", 296, 200000, {4, 128, 2, 4}}, flag = {"wgt_db2", 288, 200000, {4, 128, 2, 68}};
+    const dsf_geom odd = {"wgt_t296", 296, 200000, {4, 128, 2, 4}}, flag = {"wgt_ws3", 416, 200000, {4, 128, 1, 132}};
     const dsf_geom tiny = {"wgt_small", 288, 4096, {4, 128, 2, 4}};
     wkv_refuses(&odd, 32, "wgt_t296", "no such kernel variant");
-    wkv_refuses(&flag, 32, "wgt_db2", "no such kernel variant");
-    // Four stages of 256 rows of 128 bytes, 512 token scale bytes and 4 x 4 weight scale floats, and the alignment.
+    wkv_refuses(&flag, 32, "wgt_ws3", "no such kernel variant");
+    // Four stages of 256 rows of 128 bytes, 4 x 128 token and 4 x 4 weight scale floats, and the alignment.
     wkv_refuses(&tiny, 32, "wgt_small", "140544");
     wkv_refuses(dsf_engram_cuda_geom(DSF_ENG_ROLE_WKV_DECODE), 48, "multiples of 32", NULL);
 }

@@ -14,7 +14,7 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
     enum { VEC = RB % 4 == 0 && G0 % 4 == 0 && NG % 4 == 0 ? 4 : RB % 2 == 0 && G0 % 2 == 0 && NG % 2 == 0 ? 2 : 1 };
     const uint8_t *scl = base + (size_t)stages * STAGE;
     int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-    // This thread's tokens: rows g and g + 8 of its warp's 16; its weights: 8j + 2q and 8j + 2q + 1.
+    // This thread's tokens: rows g and g + 8 of its warp's 16; its weights: OFF + 8j + 2q and OFF + 8j + 2q + 1.
     int tok = wg * 64 + warp * 16 + g;
     float acc[R], d[DB ? 2 : 1][R];
 #pragma unroll
@@ -38,9 +38,15 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
         const float *w = (const float *)(sc + 16 * TB) + j * RB + G0;
 #pragma unroll
         for (int b = 0; b < NG; b += VEC)
-            if (VEC == 4) *(float4 *)&sw[b] = *(const float4 *)(w + b);
-            else if (VEC == 2) *(float2 *)&sw[b] = *(const float2 *)(w + b);
-            else sw[b] = w[b];
+            if (VEC == 4) {
+                float4 v = *(const float4 *)(w + b);
+                sw[b] = v.x, sw[b + 1] = v.y, sw[b + 2] = v.z, sw[b + 3] = v.w;
+            } else if (VEC == 2) {
+                float2 v = *(const float2 *)(w + b);
+                sw[b] = v.x, sw[b + 1] = v.y;
+            } else {
+                sw[b] = w[b];
+            }
 #pragma unroll
         for (int b = 0; b < NG; b++) s[b][0] = __fmul_rn(sa.x, sw[b]), s[b][1] = __fmul_rn(sa.y, sw[b]);
     };
@@ -206,7 +212,7 @@ typedef void (*wgt_fn)(const CUtensorMap, const CUtensorMap, const uint8_t *, co
 static wgt_fn wgt_pick(const dsf_geom *g) {
     int bw = g->p[1], nwg = g->p[2], ws = g->p[3] / 64 + 1, db = g->p[3] / 32 % 2;
     int pw = (g->threads - 128 * nwg * ws) / 32;
-    if (g->threads != 128 * nwg * ws + 32 * pw || ws > 2) return NULL;
+    if (g->threads != 128 * nwg * ws + 32 * pw || pw < 1 || ws > 2) return NULL;
     if (bw == 128 && nwg == 1 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 1, 1, 0, 1>;
     if (bw == 128 && nwg == 2 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 2, 1, 0, 1>;
     if (bw == 128 && nwg == 3 && pw == 4 && !db && ws == 1) return eng_wkv_wgt<128, 3, 4, 0, 1>;
