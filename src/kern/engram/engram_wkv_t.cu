@@ -3,14 +3,18 @@
 
 #define ENG_WGT_MAXS 8
 
+// A stage: tiles ([tb][128] tokens, [bw][128] weights), then scales as floats ([4][tb] tokens, [4][bw / 32] weights).
+__host__ __device__ constexpr int wgt_tile_bytes(int tb, int bw) { return (tb + bw) * ENG_ATOM; }
+__host__ __device__ constexpr int wgt_scale_bytes(int tb, int bw) { return 16 * tb + 16 * ((bw + 31) / 32); }
+
 // A consumer warpgroup's share: 64 tokens (token group wg) by W weight rows from row OFF of the block's BW.
 template <int BW, int NWG, int DB, int W, int OFF>
 __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full, uint64_t *empty, int stages, int KB,
                                             int KT, int wg, int64_t t0, int64_t n0, uint16_t *y, int64_t T, int64_t N,
                                             int split, int fault) {
-    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = (TB + BW) * ENG_ATOM, RB = (BW + 31) / 32 };
+    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = (BW + 31) / 32 };
     // This warpgroup's weight groups: G0 = OFF / 32 to G0 + NG - 1; chunk i of 8 rows falls in group (OFF + 8i) / 32.
-    enum { SCB = 16 * TB + 16 * RB, R = W / 2, G0 = OFF / 32, NG = (OFF + W - 1) / 32 - OFF / 32 + 1 };
+    enum { SCB = wgt_scale_bytes(TB, BW), R = W / 2, G0 = OFF / 32, NG = (OFF + W - 1) / 32 - OFF / 32 + 1 };
     enum { VEC = RB % 4 == 0 && G0 % 4 == 0 && NG % 4 == 0 ? 4 : RB % 2 == 0 && G0 % 2 == 0 && NG % 2 == 0 ? 2 : 1 };
     const uint8_t *scl = base + (size_t)stages * STAGE;
     int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
@@ -130,9 +134,9 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     eng_wkv_wgt(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                 const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
                 int64_t N, int64_t K, int stages, int fault) {
-    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = (TB + BW) * ENG_ATOM, RB = (BW + 31) / 32, NC = NWG * WS };
+    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = (BW + 31) / 32, NC = NWG * WS };
     // A stage's scales as floats: tokens [4][TB] with rows t and t + 8 of each 16 side by side, then weights [4][RB].
-    enum { SCB = 16 * TB + 16 * RB, NP = 32 * PW - 1, NI = (TB + NP - 1) / NP, NW = (4 * RB + NP - 1) / NP };
+    enum { SCB = wgt_scale_bytes(TB, BW), NP = 32 * PW - 1, NI = (TB + NP - 1) / NP, NW = (4 * RB + NP - 1) / NP };
     static_assert(WS == 1 || (NWG == 1 && BW % 16 == 0), "a weight split halves the rows of one token group");
     extern __shared__ uint8_t eng_dyn[];
     __shared__ uint64_t full[ENG_WGT_MAXS], empty[ENG_WGT_MAXS];
@@ -235,7 +239,7 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     int bw = g->p[1], tb = 64 * g->p[2], stages = g->p[3] % 32;
     if (!fn || stages < 2 || stages > ENG_WGT_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
-    long need = (long)stages * ((tb + bw) * ENG_ATOM + 16 * tb + 16 * ((bw + 31) / 32)) + 1024;
+    long need = (long)stages * (wgt_tile_bytes(tb, bw) + wgt_scale_bytes(tb, bw)) + 1024;
     CUtensorMap mx, mw;
     int rc = dsf_eng_prep(g, need, xq, w, T, N, K, tb, bw, &mx, &mw, e);
     if (rc) return rc < 0 ? -1 : 0;
