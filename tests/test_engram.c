@@ -244,14 +244,16 @@ static int in_contract(const dsf_geom *g, const dsf_geom *c, int n) {
 // The engine's wkv geometry by size: accepted at real dimensions with no tokens (no GPU needed), and in the contract.
 static void test_wkv_engine_geoms(void) {
     static _Alignas(16) uint8_t buf[64];
-    const int64_t Ts[] = {1, 8, 9, 64, 65, 4096};
-    const int kind[] = {3, 3, 4, 4, 4, 4}, groups[] = {1, 1, 1, 1, 3, 3};
+    const int64_t Ts[] = {1, 8, 9, 24, 25, 64, 65, 4096};
+    const int kind[] = {3, 3, 4, 4, 4, 4, 4, 4}, rows[] = {8, 8, 128, 128, 104, 104, 128, 128};
+    const int groups[] = {1, 1, 1, 1, 1, 1, 3, 3};
     dsf_err e;
     int n;
     const dsf_geom *c = dsf_engram_wkv_cuda_geoms(&n);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 8; i++) {
         const dsf_geom *g = dsf_engram_cuda_wkv_geom(Ts[i]);
-        TEST_ASSERT_MSG(g->p[0] == kind[i] && g->p[2] == groups[i], "%lld tokens: %s", (long long)Ts[i], g->name);
+        TEST_ASSERT_MSG(g->p[0] == kind[i] && g->p[1] == rows[i] && g->p[2] == groups[i], "%lld tokens: %s",
+                        (long long)Ts[i], g->name);
         int rc = dsf_engram_wkv_cuda_v(NULL, g, buf, buf, buf, buf, (uint16_t *)buf, 0, 25600, 6144, DSF_ENG_REAL, &e);
         TEST_ASSERT_MSG(rc == 0, "%s: %s", g->name, e.msg);
         TEST_ASSERT_MSG(in_contract(g, c, n), "%s is not among the contract's CUDA wkv geometries", g->name);

@@ -1,17 +1,10 @@
 // The compressor on CUDA: fused decode (GEMV, then the last arrivals emit), tiled prefill (SGEMM, emit, ring rows).
-#include "kern/compress/compress_emit.cuh"
+#include "kern/compress/compress_keys.cuh"
 #include "kern/cuda_check.h"
 
 // Counters: arrivals, departures, then one ticket per row; then ws [rows, O] and pooled channels [max(rows, 64), d].
 enum { CTR_BYTES = 512 };
 
-// Whether token p of segment s emits entry j (by the fault's rule); -1 when it does not.
-__device__ static int64_t emitted_at(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t p, int fault) {
-    int late = fault == DSF_CMP_LATE;
-    int64_t j = dsf_cmp_emits(L.ratio, p, late);
-    if (j < 0 || (late && (j < b.j0[s] || (L.ratio == 1 && j < b.pos[s])))) return -1;
-    return j;
-}
 
 // Finishes one projected value (APE for scores) and stores it in ws and, on the fused path, in the ring.
 __device__ static void store_proj(const dsf_cmp_layer &L, const dsf_cmp_batch &b, float *ws, int O, int64_t row, int o,
@@ -148,7 +141,7 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
         for (int c = threadIdx.x; c < L.d; c += blockDim.x) sm.v[c] = __ldcg(dst + c);
         __syncthreads();
     }
-    emit_finish(L, fault, sm);
+    emit_finish(L, fault, sm, NULL);
 }
 
 // Tiled prefill, thread 8x8 in two 4-wide halves; K tiles stay inside a slice, slice partials folded left into Ts.
@@ -257,12 +250,7 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
 // Prefill block (s, e, .): entry floor(p0/r) - 1 + e of segment s if a token of it emits it (*row: that token's row).
 __device__ static int prefill_entry(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int fault, int64_t *j,
                                     int64_t *row) {
-    int s = blockIdx.x, r = L.ratio;
-    int64_t p0 = b.pos[s], len = b.row0[s + 1] - b.row0[s];
-    *j = p0 / r - 1 + blockIdx.y;
-    int64_t p = *j * r + r - 1 + (fault == DSF_CMP_LATE ? 1 : 0);
-    *row = b.row0[s] + (p - p0);
-    return *j >= 0 && p >= p0 && p < p0 + len && emitted_at(L, b, s, p, fault) == *j;
+    return prefill_entry_at(L, b, fault, blockIdx.x, blockIdx.y, j, row);
 }
 
 // Prefill pooling, block (s, e, g): channels [g cg, (g + 1) cg) of its entry into pooled[row]; same bits per channel.
@@ -276,8 +264,8 @@ __global__ void __launch_bounds__(256) cmp_pool(dsf_cmp_layer L, dsf_cmp_batch b
     pool_range(L, c0, c1, wide, pooled + row * L.d + c0, 0, sm);
 }
 
-// Prefill emissions, block (s, e): its entry pooled here (split 0) or cmp_pool's, then norm, RoPE, QDQ, index key.
-__global__ void __launch_bounds__(256) cmp_emit(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws, const float *pooled,
+// Prefill emissions, block (s, e): entry pooled here (split 0) or by cmp_pool, norm, RoPE, QDQ; key latent to pooled.
+__global__ void __launch_bounds__(256) cmp_emit(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws, float *pooled,
                                                 int fault, int wide, int split) {
     __shared__ emit_smem sm;
     int64_t j, row;
@@ -287,7 +275,7 @@ __global__ void __launch_bounds__(256) cmp_emit(dsf_cmp_layer L, dsf_cmp_batch b
     if (!split) pool_range(L, 0, L.d, wide, sm.v, 0, sm);
     for (int c = threadIdx.x; split && c < L.d; c += blockDim.x) sm.v[c] = __ldcg(pooled + row * L.d + c);
     __syncthreads();
-    emit_finish(L, fault, sm);
+    emit_finish(L, fault, sm, L.ik ? pooled + row * L.d : NULL); // the latent replaces the row's pooled values
 }
 
 // Prefill ring rows, block (s, i): row i of segment s's last cap rows (positions), after the emissions read the ring.
@@ -391,6 +379,10 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         return -1;
     void *eargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &split};
     if (launch((const void *)cmp_emit, dim3((unsigned)b->n_seg, ey), g->threads, 0, stream, eargs, "cmp_emit", e))
+        return -1;
+    void *kargs[] = {&l, &bb, &pooled, &fault};
+    if (L->ik && launch((const void *)cmp_keys, dim3((unsigned)b->n_seg, (ey + KE - 1) / KE), KW * 32, 0, stream, kargs,
+                        "cmp_keys", e))
         return -1;
     if (L->ratio == 1) return 0;
     void *rargs[] = {&l, &bb, &ws};

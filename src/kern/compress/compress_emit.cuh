@@ -47,45 +47,60 @@ __device__ static const float *row_of(const dsf_cmp_layer &L, const dsf_cmp_batc
     return b.ring[s] + (size_t)(q & (L.cap - 1)) * 2 * dsf_cmp_channels_dev(L);
 }
 
-// Sum of squares of n values in the canonical order: thread l sums slice l, thread 0 folds; 1/rms in sm.inv.
-__device__ static void block_inv_rms(const float *v, int n, float eps, emit_smem &sm) {
-    int t = threadIdx.x, S = n / DSF_CMP_SLICES;
-    if (t < DSF_CMP_SLICES) sm.sl[t] = dsf_cmp_slice_sumsq(v + t * S, S);
-    __syncthreads();
+// The threads that run a finishing step together: the whole block, or one warp (the batched index keys).
+struct cmp_block {
+    __device__ int t() const { return threadIdx.x; }
+    __device__ int nt() const { return blockDim.x; }
+    __device__ void sync() const { __syncthreads(); }
+};
+struct cmp_warp {
+    __device__ int t() const { return threadIdx.x & 31; }
+    __device__ int nt() const { return 32; }
+    __device__ void sync() const { __syncwarp(); }
+};
+
+// Sum of squares of n values in the canonical order: thread l sums slice l, thread 0 folds; 1/rms in *inv.
+template <class Team>
+__device__ static void team_inv_rms(Team tm, const float *v, int n, float eps, float *sl, float *inv) {
+    int t = tm.t(), S = n / DSF_CMP_SLICES;
+    if (t < DSF_CMP_SLICES) sl[t] = dsf_cmp_slice_sumsq(v + t * S, S);
+    tm.sync();
     if (t == 0) {
-        float tot = sm.sl[0];
+        float tot = sl[0];
 #pragma unroll
-        for (int i = 1; i < DSF_CMP_SLICES; i++) tot = DSF_CMP_ADD(tot, sm.sl[i]);
-        sm.inv = dsf_cmp_inv_rms(tot, n, eps);
+        for (int i = 1; i < DSF_CMP_SLICES; i++) tot = DSF_CMP_ADD(tot, sl[i]);
+        *inv = dsf_cmp_inv_rms(tot, n, eps);
     }
-    __syncthreads();
+    tm.sync();
 }
 
 // RoPE of the last 64 of n dims, optional Hadamard, QDQ as dsf_cmp_qdq_block (scales per block, then per element).
-__device__ static void finish_dev(float *v, float *qs, int n, const float2 *cs, int kind, int blk, int had, int fault) {
-    int t = threadIdx.x, nt = blockDim.x;
+template <class Team>
+__device__ static void finish_dev(Team tm, float *v, float *qs, int n, const float2 *cs, int kind, int blk, int had,
+                                  int fault) {
+    int t = tm.t(), nt = tm.nt();
     for (int i = t; i < DSF_CMP_ROPE_DIM / 2; i += nt) dsf_cmp_rope_rot(v + n - DSF_CMP_ROPE_DIM + 2 * i, cs[i].x, cs[i].y);
-    __syncthreads();
+    tm.sync();
     if (had) {
         for (int h = 1; h < n; h *= 2) {
             for (int i = t; i < n / 2; i += nt) dsf_cmp_hadamard_pair(v, h, i);
-            __syncthreads();
+            tm.sync();
         }
         float sc = dsf_cmp_hadamard_scale(n);
         for (int c = t; c < n; c += nt) v[c] = dsf_bf16_round(DSF_CMP_MUL(v[c], sc));
-        __syncthreads();
+        tm.sync();
     }
     int qn = kind == 0 ? n - DSF_CMP_ROPE_DIM : n;
     for (int bi = t; bi < qn / blk; bi += nt) {
         float amax = dsf_block_amax(v + bi * blk, blk);
         qs[bi] = kind == 0 ? dsf_act_scale_pow2(amax) : kind == 1 ? dsf_fp4_scale_e8m0(amax) : dsf_fp4_scale_e4m3(amax);
     }
-    __syncthreads();
+    tm.sync();
     for (int c = t; c < qn; c += nt)
         v[c] = kind == 0 ? dsf_act_qdq_value(v[c], qs[c / blk]) : dsf_fp4_qdq_value(v[c], qs[c / blk]);
-    __syncthreads();
+    tm.sync();
     if (fault == DSF_CMP_NAN && t == 0) v[n - 1] = __int_as_float(0x7FC00000);
-    __syncthreads();
+    tm.sync();
 }
 
 // The tokens entry j of segment s pools, in position order, with their channel offsets: sm.tok, sm.n; ends synced.
@@ -248,25 +263,27 @@ __device__ static void emit_prep(const dsf_cmp_layer &L, const dsf_cmp_batch &b,
     __syncthreads();
 }
 
-// Entry j from its pooled values in sm.v and emit_prep's sm, by the whole block: norm, RoPE, QDQ, write; then its key.
-__device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem &sm) {
+// Entry j from sm.v and emit_prep's sm, by the block: norm, RoPE, QDQ, write; then its key (or, given lat, its latent).
+__device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem &sm, float *lat) {
     int t = threadIdx.x, nt = blockDim.x;
     int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
 #pragma unroll 1
     for (int key = 0; key < 2; key++) { // one copy of the steps for the entry (key 0) and its index key (key 1)
-        if (key && !L.ik) return;
+        if (key && (!L.ik || lat)) return;
         if (key) index_key(L, sm);
         float *v = key ? sm.k : sm.v;
         const uint16_t *nw = key ? sm.knw : sm.nw;
         int n = key ? L.ik : L.d;
-        block_inv_rms(v, n, L.eps, sm);
+        team_inv_rms(cmp_block(), v, n, L.eps, sm.sl, &sm.inv);
         for (int c = t; c < n; c += nt) {
             v[c] = dsf_cmp_norm_elem(v[c], sm.inv, nw[c]);
             if (!key) sm.lat[c] = v[c];
+            if (!key && lat) lat[c] = v[c];
         }
         __syncthreads();
         int kd = key ? 1 : kind;
-        finish_dev(v, sm.qs, n, key ? sm.kcs : sm.cs, kd, kd == 0 ? 64 : kd == 1 ? 32 : 16, !key && kind == 1, fault);
+        finish_dev(cmp_block(), v, sm.qs, n, key ? sm.kcs : sm.cs, kd, kd == 0 ? 64 : kd == 1 ? 32 : 16,
+                   !key && kind == 1, fault);
         uint16_t *out = key ? sm.iko : sm.kvo;
         for (int c = t; c < n; c += nt) out[c] = dsf_bf16_from_f32(v[c]);
     }

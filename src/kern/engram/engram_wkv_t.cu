@@ -3,18 +3,20 @@
 
 #define ENG_WGT_MAXS 8
 
-// A stage: tiles ([tb][128] tokens, [bw][128] weights), then scales as floats ([4][tb] tokens, [4][bw / 32] weights).
+// Weight scale groups a block's bw rows touch: bw / 32, or with a start 8, 16 or 24 rows into a group one more.
+__host__ __device__ constexpr int wgt_groups(int bw) { return bw % 32 ? (bw + 55) / 32 : bw / 32; }
+// A stage: tiles ([tb][128] tokens, [bw][128] weights), then scales as floats ([4][tb] tokens, [4][groups] weights).
 __host__ __device__ constexpr int wgt_tile_bytes(int tb, int bw) { return (tb + bw) * ENG_ATOM; }
-__host__ __device__ constexpr int wgt_scale_bytes(int tb, int bw) { return 16 * tb + 16 * ((bw + 31) / 32); }
+__host__ __device__ constexpr int wgt_scale_bytes(int tb, int bw) { return 16 * tb + 16 * wgt_groups(bw); }
 
-// A consumer warpgroup's share: 64 tokens (token group wg) by W weight rows from row OFF of the block's BW.
-template <int BW, int NWG, int DB, int W, int OFF>
+// A consumer warpgroup's share: 64 tokens (group wg) by W rows from row OFF of BW; the block starts PH into a group.
+template <int BW, int NWG, int DB, int W, int OFF, int PH>
 __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full, uint64_t *empty, int stages, int KB,
                                             int KT, int wg, int64_t t0, int64_t n0, uint16_t *y, int64_t T, int64_t N,
                                             int split, int fault) {
-    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = (BW + 31) / 32 };
-    // This warpgroup's weight groups: G0 = OFF / 32 to G0 + NG - 1; chunk i of 8 rows falls in group (OFF + 8i) / 32.
-    enum { SCB = wgt_scale_bytes(TB, BW), R = W / 2, G0 = OFF / 32, NG = (OFF + W - 1) / 32 - OFF / 32 + 1 };
+    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = wgt_groups(BW), SO = OFF + PH };
+    // This warpgroup's weight groups: G0 = SO / 32 to G0 + NG - 1; chunk i of 8 rows falls in group (SO + 8i) / 32.
+    enum { SCB = wgt_scale_bytes(TB, BW), R = W / 2, G0 = SO / 32, NG = (SO + W - 1) / 32 - SO / 32 + 1 };
     enum { VEC = RB % 4 == 0 && G0 % 4 == 0 && NG % 4 == 0 ? 4 : RB % 2 == 0 && G0 % 2 == 0 && NG % 2 == 0 ? 2 : 1 };
     const uint8_t *scl = base + (size_t)stages * STAGE;
     int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
@@ -59,7 +61,7 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
         eng_wg_hold(dd);
 #pragma unroll
         for (int i = 0; i < R / 4; i++) {
-            int b = (OFF + 8 * i) / 32 - G0;
+            int b = (SO + 8 * i) / 32 - G0;
             acc[4 * i] = __fmaf_rn(dd[4 * i], s[b][0], acc[4 * i]);
             acc[4 * i + 1] = __fmaf_rn(dd[4 * i + 1], s[b][0], acc[4 * i + 1]);
             acc[4 * i + 2] = __fmaf_rn(dd[4 * i + 2], s[b][1], acc[4 * i + 2]);
@@ -134,10 +136,11 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     eng_wkv_wgt(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                 const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
                 int64_t N, int64_t K, int stages, int fault) {
-    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = (BW + 31) / 32, NC = NWG * WS };
+    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = wgt_groups(BW), NC = NWG * WS };
     // A stage's scales as floats: tokens [4][TB] with rows t and t + 8 of each 16 side by side, then weights [4][RB].
     enum { SCB = wgt_scale_bytes(TB, BW), NP = 32 * PW - 1, NI = (TB + NP - 1) / NP, NW = (4 * RB + NP - 1) / NP };
-    static_assert(WS == 1 || (NWG == 1 && BW % 16 == 0), "a weight split halves the rows of one token group");
+    static_assert(WS == 1 || (NWG == 1 && BW % 32 == 0), "a weight split halves the rows of one token group");
+    static_assert(BW % 8 == 0 && (BW % 32 == 0 || NC == 1), "rows start on 8; unaligned starts with one consumer");
     extern __shared__ uint8_t eng_dyn[];
     __shared__ uint64_t full[ENG_WGT_MAXS], empty[ENG_WGT_MAXS];
     // Stages 1024-aligned ([TB][128] tokens, [BW][128] weights), then each stage's scales (SCB bytes).
@@ -171,7 +174,7 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
 #pragma unroll
             for (int r = 0; r < NW; r++) {
                 int i = p - 1 + r * NP, kb = 4 * kt + i / RB;
-                int64_t n = n0 + 32 * (i % RB);
+                int64_t n = (BW % 32 ? n0 & ~(int64_t)31 : n0) + 32 * (i % RB);
                 wb[r] = p > 0 && i < 4 * RB && n < N && kb < KB ? ws[(n / 32) * KB + kb] : 127;
             }
             if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
@@ -202,11 +205,22 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     // Consumer warpgroup c: token group c (WS 1) or rows [c CW, (c + 1) CW) of all 64 tokens (WS 2).
     enum { CW = BW / WS };
     int c = warp >> 2;
-    if (WS == 1 || c == 0)
-        wgt_consume<BW, NWG, DB, CW, 0>(base, full, empty, stages, KB, KT, WS == 1 ? c : 0, t0, n0, y, T, N, split,
-                                        fault);
-    else
-        wgt_consume<BW, NWG, DB, CW, BW - CW>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+    if constexpr (BW % 32 != 0) { // a block starts 0, 8, 16 or 24 rows into a scale group: one consumer for each
+        int ph = (int)(n0 & 31);
+        if (ph == 8)
+            wgt_consume<BW, 1, DB, BW, 0, 8>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+        else if (ph == 16)
+            wgt_consume<BW, 1, DB, BW, 0, 16>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+        else if (ph == 24)
+            wgt_consume<BW, 1, DB, BW, 0, 24>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+        else
+            wgt_consume<BW, 1, DB, BW, 0, 0>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+    } else if (WS == 1 || c == 0) {
+        wgt_consume<BW, NWG, DB, CW, 0, 0>(base, full, empty, stages, KB, KT, WS == 1 ? c : 0, t0, n0, y, T, N, split,
+                                           fault);
+    } else {
+        wgt_consume<BW, NWG, DB, CW, BW - CW, 0>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+    }
 }
 
 typedef void (*wgt_fn)(const CUtensorMap, const CUtensorMap, const uint8_t *, const uint8_t *, uint16_t *, int64_t,
@@ -226,6 +240,7 @@ static wgt_fn wgt_pick(const dsf_geom *g) {
     if (bw == 64 && nwg == 2 && pw == 4 && db && ws == 1) return eng_wkv_wgt<64, 2, 4, 1, 1>;
     if (bw == 128 && nwg == 1 && pw == 4 && db && ws == 1) return eng_wkv_wgt<128, 1, 4, 1, 1>;
     if (bw == 224 && nwg == 1 && pw == 4 && db && ws == 2) return eng_wkv_wgt<224, 1, 4, 1, 2>;
+    if (bw == 104 && nwg == 1 && pw == 4 && db && ws == 1) return eng_wkv_wgt<104, 1, 4, 1, 1>;
     return NULL;
 }
 
