@@ -1,5 +1,5 @@
 // The compressor on CUDA: fused decode (GEMV, then the last arrivals emit), tiled prefill (SGEMM, emit, ring rows).
-#include "kern/compress/compress_keys.cuh"
+#include "kern/compress/compress_emit_warp.cuh"
 #include "kern/cuda_check.h"
 
 // Counters: arrivals, departures, then one ticket per row; then ws [rows, O] and pooled channels [max(rows, 64), d].
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
         for (int c = threadIdx.x; c < L.d; c += blockDim.x) sm.v[c] = __ldcg(dst + c);
         __syncthreads();
     }
-    emit_finish(L, fault, sm, NULL);
+    emit_finish(L, fault, sm);
 }
 
 // Tiled prefill, thread 8x8 in two 4-wide halves; K tiles stay inside a slice, slice partials folded left into Ts.
@@ -264,20 +264,6 @@ __global__ void __launch_bounds__(256) cmp_pool(dsf_cmp_layer L, dsf_cmp_batch b
     pool_range(L, c0, c1, wide, pooled + row * L.d + c0, 0, sm);
 }
 
-// Prefill emissions, block (s, e): entry pooled here (split 0) or by cmp_pool, norm, RoPE, QDQ; key latent to pooled.
-__global__ void __launch_bounds__(256) cmp_emit(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws, float *pooled,
-                                                int fault, int wide, int split) {
-    __shared__ emit_smem sm;
-    int64_t j, row;
-    if (!prefill_entry(L, b, fault, &j, &row)) return;
-    if (!split) emit_tokens(L, b, blockIdx.x, j, ws, dsf_cmp_proj_outputs_dev(L), fault, sm);
-    emit_prep(L, b, blockIdx.x, j, wide, sm);
-    if (!split) pool_range(L, 0, L.d, wide, sm.v, 0, sm);
-    for (int c = threadIdx.x; split && c < L.d; c += blockDim.x) sm.v[c] = __ldcg(pooled + row * L.d + c);
-    __syncthreads();
-    emit_finish(L, fault, sm, L.ik ? pooled + row * L.d : NULL); // the latent replaces the row's pooled values
-}
-
 // Prefill ring rows, block (s, i): row i of segment s's last cap rows (positions), after the emissions read the ring.
 __global__ void cmp_ring_rows(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws) {
     int s = blockIdx.x, C2 = 2 * dsf_cmp_channels_dev(L);
@@ -299,9 +285,11 @@ extern "C" size_t dsf_cmp_scratch_bytes(const dsf_cmp_layer *L, int64_t rows) {
 
 static int geom_check(const dsf_geom *g, dsf_err *e) {
     if (g->threads < 64 || g->threads > 256 || g->threads % 32 || g->dyn_smem < 0 || g->p[0] < 0 || g->p[0] > 2 ||
-        g->p[1] < 0 || g->p[1] > 1)
-        return dsf_fail(e, "compressor cuda geometry %s: threads %d (64..256, multiple of 32), path %d, tile %d",
-                        g->name, g->threads, g->p[0], g->p[1]);
+        g->p[1] < 0 || g->p[1] > 1 || g->p[2] < 0 || g->p[2] > EW)
+        return dsf_fail(e,
+                        "compressor cuda geometry %s: threads %d (64..256, multiple of 32), path %d, tile %d, entries "
+                        "a block %d (0..%d)",
+                        g->name, g->threads, g->p[0], g->p[1], g->p[2], (int)EW);
     return 0;
 }
 
@@ -372,17 +360,16 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     unsigned ey = (unsigned)dsf_cmp_entry_slots(L->ratio, b->max_len) + 1;
     float *pooled = ws + (size_t)b->rows * (size_t)O;
     int cg = L->ratio == 1 ? L->d : max(pool_chunk(span), 32), groups = (L->d + cg - 1) / cg;
-    int split = groups > 1;
+    int split = groups > 1 || span > EW_TOK; // cmp_emit_w's warps hold at most EW_TOK tokens each
     void *pargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &cg};
     if (split && launch((const void *)cmp_pool, dim3((unsigned)b->n_seg, ey, (unsigned)groups), g->threads, 0, stream,
                         pargs, "cmp_pool", e))
         return -1;
+    // Entries a block (geometry p[2], else by count): up to EW share wk, enough blocks keep the SMs busy.
+    unsigned ew = g->p[2] ? (unsigned)g->p[2] : ey >= 8 * 128 ? 8 : ey >= 4 * 128 ? 4 : ey >= 2 * 128 ? 2 : 1;
     void *eargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &split};
-    if (launch((const void *)cmp_emit, dim3((unsigned)b->n_seg, ey), g->threads, 0, stream, eargs, "cmp_emit", e))
-        return -1;
-    void *kargs[] = {&l, &bb, &pooled, &fault};
-    if (L->ik && launch((const void *)cmp_keys, dim3((unsigned)b->n_seg, (ey + KE - 1) / KE), KW * 32, 0, stream, kargs,
-                        "cmp_keys", e))
+    if (launch((const void *)cmp_emit_w, dim3((unsigned)b->n_seg, (ey + ew - 1) / ew), 32 * (int)ew, 0, stream, eargs,
+               "cmp_emit_w", e))
         return -1;
     if (L->ratio == 1) return 0;
     void *rargs[] = {&l, &bb, &ws};

@@ -59,6 +59,17 @@ struct cmp_warp {
     __device__ void sync() const { __syncwarp(); }
 };
 
+// Token i of entry j's pool (with prev, the previous group's r tokens come first): its row and channel offset.
+__device__ static dsf_cmp_tok entry_token(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, int i,
+                                          int prev, const float *ws, int O, unsigned char *cur) {
+    int r = L.ratio, now = !prev || i >= r;
+    int64_t q = (j - (now ? 0 : 1)) * r + (now && prev ? i - r : i);
+    dsf_cmp_tok t;
+    t.row = row_of(L, b, s, q, ws, O, cur);
+    t.off = now && L.overlap ? L.d : 0;
+    return t;
+}
+
 // Sum of squares of n values in the canonical order: thread l sums slice l, thread 0 folds; 1/rms in *inv.
 template <class Team>
 __device__ static void team_inv_rms(Team tm, const float *v, int n, float eps, float *sl, float *inv) {
@@ -106,13 +117,8 @@ __device__ static void finish_dev(Team tm, float *v, float *qs, int n, const flo
 // The tokens entry j of segment s pools, in position order, with their channel offsets: sm.tok, sm.n; ends synced.
 __device__ static void emit_tokens(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, const float *ws,
                                    int O, int fault, emit_smem &sm) {
-    int r = L.ratio, prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * r;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        int cur = !prev || i >= r;
-        int64_t q = (j - (cur ? 0 : 1)) * r + (cur && prev ? i - r : i);
-        sm.tok[i].row = row_of(L, b, s, q, ws, O, &sm.cur[i]);
-        sm.tok[i].off = cur && L.overlap ? L.d : 0;
-    }
+    int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * L.ratio;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) sm.tok[i] = entry_token(L, b, s, j, i, prev, ws, O, &sm.cur[i]);
     if (threadIdx.x == 0) sm.n = n;
     __syncthreads();
 }
@@ -263,13 +269,13 @@ __device__ static void emit_prep(const dsf_cmp_layer &L, const dsf_cmp_batch &b,
     __syncthreads();
 }
 
-// Entry j from sm.v and emit_prep's sm, by the block: norm, RoPE, QDQ, write; then its key (or, given lat, its latent).
-__device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem &sm, float *lat) {
+// Entry j from its pooled values in sm.v and emit_prep's sm, by the whole block: norm, RoPE, QDQ, write; then its key.
+__device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem &sm) {
     int t = threadIdx.x, nt = blockDim.x;
     int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
 #pragma unroll 1
     for (int key = 0; key < 2; key++) { // one copy of the steps for the entry (key 0) and its index key (key 1)
-        if (key && (!L.ik || lat)) return;
+        if (key && !L.ik) return;
         if (key) index_key(L, sm);
         float *v = key ? sm.k : sm.v;
         const uint16_t *nw = key ? sm.knw : sm.nw;
@@ -278,7 +284,6 @@ __device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem 
         for (int c = t; c < n; c += nt) {
             v[c] = dsf_cmp_norm_elem(v[c], sm.inv, nw[c]);
             if (!key) sm.lat[c] = v[c];
-            if (!key && lat) lat[c] = v[c];
         }
         __syncthreads();
         int kd = key ? 1 : kind;

@@ -174,8 +174,8 @@ static const dsf_geom cpu_geoms[] = {
     {"w1_b1", 1, 0, {1}}, {"w2_b4", 2, 0, {4}}, {"w3_b2", 3, 0, {2}}, {"all_b8", 0, 0, {8}}};
 #ifdef DSF_HAVE_CUDA
 static const dsf_geom cuda_geoms[] = {
-    {"fused_t128", 128, 0, {1, 0}},    {"fused_t256", 256, 0, {1, 1}}, {"tiled64_t128", 128, 0, {2, 0}},
-    {"tiled128_t256", 256, 0, {2, 1}}, {"auto_t64", 64, 0, {0, 0}},
+    {"fused_t128", 128, 0, {1, 0}},           {"fused_t256", 256, 0, {1, 1}}, {"tiled64_t128_e3", 128, 0, {2, 0, 3}},
+    {"tiled128_t256_e8", 256, 0, {2, 1, 8}}, {"auto_t64", 64, 0, {0, 0}},
 };
 static const dsf_geom cuda_big[] = {{"fused_t128", 128, 0, {1, 0}}, {"tiled_t256_smem200k", 256, 200 * 1024, {2, 1}}};
 #endif

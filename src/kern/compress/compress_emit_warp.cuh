@@ -1,0 +1,179 @@
+#ifndef DSF_COMPRESS_EMIT_WARP_CUH
+#define DSF_COMPRESS_EMIT_WARP_CUH
+// Prefill emissions, a warp an entry and EW entries a block; the index keys of a block's entries share one read of wk.
+#include "kern/compress/compress_emit.cuh"
+
+// Whether token p of segment s emits entry j (by the fault's rule); -1 when it does not.
+__device__ static int64_t emitted_at(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t p, int fault) {
+    int late = fault == DSF_CMP_LATE;
+    int64_t j = dsf_cmp_emits(L.ratio, p, late);
+    if (j < 0 || (late && (j < b.j0[s] || (L.ratio == 1 && j < b.pos[s])))) return -1;
+    return j;
+}
+
+// Entry slot e of segment s: entry floor(p0/r) - 1 + e if a token of the call emits it (*row: that token's row).
+__device__ static int prefill_entry_at(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int fault, int s, int64_t e,
+                                       int64_t *j, int64_t *row) {
+    int r = L.ratio;
+    int64_t p0 = b.pos[s], len = b.row0[s + 1] - b.row0[s];
+    *j = p0 / r - 1 + e;
+    int64_t p = *j * r + r - 1 + (fault == DSF_CMP_LATE ? 1 : 0);
+    *row = b.row0[s] + (p - p0);
+    return *j >= 0 && p >= p0 && p < p0 + len && emitted_at(L, b, s, p, fault) == *j;
+}
+
+// Most entries (warps) a block, the pooled tokens a warp holds (more are pooled by cmp_pool), key outputs a pass.
+enum { EW = 8, EW_TOK = 16, KO = 2, KMS = DSF_CMP_MAX_D / DSF_CMP_SLICES };
+static_assert(KO * EW <= 32 && KMS == 16, "a lane folds one (output, entry) pair; a latent slice is 4 float4");
+
+typedef struct emitw_smem {
+    union {
+        struct {
+            float v[EW][DSF_CMP_MAX_D];  // an entry's values, one warp each
+            dsf_cmp_tok tok[EW][EW_TOK]; // its pooled tokens
+        } e;
+        float part[EW][KO * EW][DSF_CMP_SLICES + 1]; // index keys: slice partials of (output, entry) pairs
+    } u;
+    float x[EW][DSF_CMP_SLICES][KMS]; // normalised latents by slice, 16-byte chunks swizzled: no bank conflicts
+    float k[EW][DSF_CMP_MAX_IK];
+    float sl[EW][DSF_CMP_SLICES], qs[EW][DSF_CMP_MAX_D / 16], inv[EW];
+    float2 cs[EW][DSF_CMP_ROPE_DIM / 2];
+    int64_t j[EW];
+} emitw_smem;
+
+// Where element k of slice sl sits in its row of x: chunk k / 4 moved by (sl / 2) mod 4.
+__device__ __forceinline__ static int xpos(int sl, int k) { return ((k >> 2 ^ sl >> 1) & 3) << 2 | (k & 3); }
+
+// RoPE cosines and sines of pair lane at position pos into cs, then the warp's finishing steps and the bf16 write.
+__device__ static void warp_finish(const dsf_cmp_layer &L, float *v, int n, int64_t pos, int kind, int had, int fault,
+                                   uint16_t *out, emitw_smem &sm) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    static_assert(DSF_CMP_ROPE_DIM / 2 == 32, "a lane computes one RoPE pair's cosine and sine");
+    float a = dsf_cmp_rope_angle(pos, L.freq[lane]);
+    sm.cs[w][lane] = make_float2(cosf(a), sinf(a));
+    __syncwarp();
+    finish_dev(cmp_warp(), v, sm.qs[w], n, sm.cs[w], kind, kind == 0 ? 64 : kind == 1 ? 32 : 16, had, fault);
+    for (int c = lane; c < n; c += 32) out[c] = dsf_bf16_from_f32(v[c]);
+}
+
+// Channel c over the n <= EW_TOK tokens, all loads first: dsf_cmp_pool's operations in its order (mirror: wide).
+__device__ static float pool_lane(const dsf_cmp_tok *tok, int n, int C, int c, int wide) {
+    float sc[EW_TOK], kv[EW_TOK], m = -INFINITY, sum = 0.0f, acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < EW_TOK; i++) {
+        int iv = wide ? n - 1 - i : i;
+        sc[i] = i < n ? __ldcg(tok[i].row + C + tok[i].off + c) : 0.0f;
+        kv[i] = i < n ? __ldcg(tok[iv].row + tok[iv].off + c) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < EW_TOK; i++)
+        if (i < n) m = fmaxf(m, sc[i]);
+#pragma unroll
+    for (int i = 0; i < EW_TOK; i++)
+        if (i < n) sc[i] = expf(DSF_CMP_SUB(sc[i], m)), sum = DSF_CMP_ADD(sum, sc[i]);
+#pragma unroll
+    for (int i = 0; i < EW_TOK; i++)
+        if (i < n) acc = DSF_CMP_MADD(kv[i], DSF_CMP_DIV(sc[i], sum), acc);
+    return acc;
+}
+
+// Warp w's entry (slot g EW + w): pooled values (cmp_pool's when split), norm, latent to x, RoPE, QDQ, write.
+__device__ static void warp_entry(const dsf_cmp_layer &L, const dsf_cmp_batch &b, const float *ws, const float *pooled,
+                                  int s, int64_t j, int64_t row, int fault, int wide, int split, emitw_smem &sm) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, d = L.d, S = d / DSF_CMP_SLICES, r = L.ratio;
+    int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L);
+    int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * r;
+    float *v = sm.u.e.v[w];
+    const dsf_cmp_tok *tok = sm.u.e.tok[w];
+    unsigned char cur;
+    if (!split && lane < n) sm.u.e.tok[w][lane] = entry_token(L, b, s, j, lane, prev, ws, O, &cur);
+    __syncwarp();
+    for (int c = lane; c < d; c += 32)
+        v[c] = split ? __ldcg(pooled + row * d + c)
+               : r == 1 ? dsf_bf16_round(__ldcg(tok[0].row + c))
+                        : dsf_bf16_round(pool_lane(tok, n, C, c, wide));
+    __syncwarp();
+    team_inv_rms(cmp_warp(), v, d, L.eps, sm.sl[w], &sm.inv[w]);
+    for (int c = lane; c < d; c += 32) {
+        v[c] = dsf_cmp_norm_elem(v[c], sm.inv[w], L.w.norm[c]);
+        if (L.ik) sm.x[w][c / S][xpos(c / S, c % S)] = v[c];
+    }
+    __syncwarp();
+    int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
+    warp_finish(L, v, d, j * r + (r == 1 && wide ? 1 : 0), kind, kind == 1, fault, b.kv[s] + (j - b.j0[s]) * d, sm);
+}
+
+// Slice partials of outputs o0, o0 + 1 for the ew latents into part: lane = slice, each a chain from zero in order.
+__device__ static void key_partials(const dsf_cmp_layer &L, int o0, int ew, int vec, emitw_smem &sm) {
+    int d = L.d, S = d / DSF_CMP_SLICES, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if (vec) {
+        float wf[KO][KMS];
+#pragma unroll
+        for (int u = 0; u < KO; u++)
+#pragma unroll
+            for (int k = 0; k < KMS; k += 8) {
+                uint4 q = o0 + u < L.ik && k < S ? __ldg((const uint4 *)(L.w.wk + (size_t)(o0 + u) * d + lane * S + k))
+                                                 : make_uint4(0, 0, 0, 0);
+                bf16x8(q, wf[u] + k);
+            }
+#pragma unroll 2
+        for (int e = 0; e < ew; e++) {
+            float x[KMS];
+#pragma unroll
+            for (int k = 0; k < KMS; k += 4) *(float4 *)(x + k) = *(const float4 *)&sm.x[e][lane][xpos(lane, k)];
+#pragma unroll
+            for (int u = 0; u < KO; u++) {
+                float p = 0.0f;
+#pragma unroll
+                for (int k = 0; k < KMS; k++)
+                    if (k < S) p = DSF_CMP_MADD(x[k], wf[u][k], p);
+                sm.u.part[w][u * EW + e][lane] = p;
+            }
+        }
+        return;
+    }
+    for (int u = 0; u < KO && o0 + u < L.ik; u++) { // unaligned or short slices: the same FMAs, bf16 read one at a time
+        const uint16_t *q = L.w.wk + (size_t)(o0 + u) * d + lane * S;
+        for (int e = 0; e < ew; e++) {
+            float p = 0.0f;
+            for (int k = 0; k < S; k++) p = DSF_CMP_MADD(sm.x[e][lane][xpos(lane, k)], dsf_bf16_to_f32(q[k]), p);
+            sm.u.part[w][u * EW + e][lane] = p;
+        }
+    }
+}
+
+// Block (s, g) of ew warps: entry slots g ew .. g ew + ew - 1 of segment s, a warp each; then their index keys.
+__global__ void __launch_bounds__(EW * 32) cmp_emit_w(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws,
+                                                      const float *pooled, int fault, int wide, int split) {
+    __shared__ __align__(16) emitw_smem sm;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, s = blockIdx.x, ew = blockDim.x >> 5;
+    int64_t j, row;
+    int ok = prefill_entry_at(L, b, fault, s, (int64_t)blockIdx.y * ew + w, &j, &row);
+    if (ok) warp_entry(L, b, ws, pooled, s, j, row, fault, wide, split, sm);
+    if (!L.ik || !__syncthreads_or(ok)) return;
+    for (int i = lane; !ok && i < DSF_CMP_SLICES * KMS; i += 32) sm.x[w][i / KMS][i % KMS] = 0.0f;
+    if (lane == 0) sm.j[w] = j;
+    __syncthreads();
+    int S = L.d / DSF_CMP_SLICES, vec = S % 8 == 0 && ((uintptr_t)L.w.wk & 15) == 0;
+    for (int o0 = w * KO; o0 < L.ik; o0 += ew * KO) {
+        key_partials(L, o0, ew, vec, sm);
+        __syncwarp();
+        int u = lane / EW, e = lane % EW; // index_key's fold: slices left to right
+        if (lane < KO * EW && e < ew) {
+            float tot = sm.u.part[w][lane][0];
+#pragma unroll
+            for (int i = 1; i < DSF_CMP_SLICES; i++) tot = DSF_CMP_ADD(tot, sm.u.part[w][lane][i]);
+            if (o0 + u < L.ik) sm.k[e][o0 + u] = dsf_bf16_round(tot);
+        }
+        __syncwarp();
+    }
+    __syncthreads();
+    if (!ok) return;
+    float *v = sm.k[w]; // the key of emit_finish: k_norm, RoPE at j r, FP4 QDQ (E8M0, blocks of 32)
+    team_inv_rms(cmp_warp(), v, L.ik, L.eps, sm.sl[w], &sm.inv[w]);
+    for (int c = lane; c < L.ik; c += 32) v[c] = dsf_cmp_norm_elem(v[c], sm.inv[w], L.w.k_norm[c]);
+    __syncwarp();
+    warp_finish(L, v, L.ik, sm.j[w] * L.ratio, 1, 0, fault, b.ik[s] + (size_t)(sm.j[w] - b.j0[s]) * L.ik, sm);
+}
+
+#endif
