@@ -15,4 +15,7 @@
 // After a launch: reports a launch-configuration error with the kernel's name.
 #define DSF_CUDA_LAUNCHED(e, kname) DSF_CUDA_TRY((e), cudaGetLastError())
 
+// Raises fn's dynamic shared memory limit to bytes (above the default 48 KB) once per function, device and size.
+int dsf_cuda_smem_limit(const void *fn, int bytes, const char *k, dsf_err *e);
+
 #endif

@@ -306,8 +306,7 @@ static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     DSF_CUDA_TRY(e, cudaGetDevice(&dev));
     for (int i = 0; i < n; i++)
         if (key[i][0] == dev && key[i][1] == threads && key[i][2] == smem) return *slots = val[i], 0;
-    if (smem > 48 * 1024)
-        DSF_CUDA_TRY(e, cudaFuncSetAttribute((const void *)cmp_fused, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    if (dsf_cuda_smem_limit((const void *)cmp_fused, smem, "cmp_fused", e)) return -1;
     DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)cmp_fused, threads, (size_t)smem));
     DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     *slots = per_sm * sms;
@@ -317,7 +316,7 @@ static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
 
 static int launch(const void *fn, dim3 grid, int threads, int smem, void *stream, void **args, const char *what,
                   dsf_err *e) {
-    if (smem > 48 * 1024) DSF_CUDA_TRY(e, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    if (dsf_cuda_smem_limit(fn, smem, what, e)) return -1;
     DSF_CUDA_TRY(e, cudaLaunchKernel(fn, grid, dim3((unsigned)threads), args, (size_t)smem, (cudaStream_t)stream));
     DSF_CUDA_LAUNCHED(e, what);
     return 0;

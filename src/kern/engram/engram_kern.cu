@@ -180,7 +180,7 @@ static int launch(const void *fn, int64_t units, int64_t per, const dsf_geom *g,
     int64_t blocks = (units + per - 1) / per;
     if (blocks > (int64_t)g->p[0] * 132) blocks = (int64_t)g->p[0] * 132;
     if (blocks <= 0) return 0;
-    if (g->dyn_smem > 48 * 1024 && dsf_eng_smem_limit(fn, g->dyn_smem, k, e)) return -1;
+    if (dsf_cuda_smem_limit(fn, g->dyn_smem, k, e)) return -1;
     DSF_CUDA_TRY(e, cudaLaunchKernel(fn, dim3((unsigned)blocks), dim3((unsigned)g->threads), args, (size_t)g->dyn_smem,
                                      (cudaStream_t)stream));
     DSF_CUDA_LAUNCHED(e, k);

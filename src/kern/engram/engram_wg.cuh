@@ -192,9 +192,6 @@ int dsf_eng_tmap(CUtensorMap *m, const void *p, int64_t rows, int64_t K, int box
 int dsf_eng_prep(const dsf_geom *g, long need, const uint8_t *xq, const uint8_t *w, int64_t T, int64_t N, int64_t K,
                  int x_rows, int w_rows, CUtensorMap *mx, CUtensorMap *mw, dsf_err *e);
 
-// Host: raises fn's dynamic shared memory limit to bytes, once per function, device and size; k names the kernel.
-int dsf_eng_smem_limit(const void *fn, int bytes, const char *k, dsf_err *e);
-
 // Host: the tokens-as-A kernel of engram_wkv_t.cu (geometry kind 4): its function, or its checks and launch.
 const void *dsf_eng_wgt_fn(const dsf_geom *g);
 int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const uint8_t *xs, const uint8_t *w,

@@ -148,27 +148,6 @@ static long wg_smem(const dsf_geom *g) {
     return (long)(g->p[3] % 32) * (u * (bm + bn) * ENG_ATOM + 16 * u * (bn + bm / 32)) + 1024;
 }
 
-// Raises fn's dynamic shared memory limit on the current device to bytes once, not on every launch.
-int dsf_eng_smem_limit(const void *fn, int bytes, const char *k, dsf_err *e) {
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static const void *fns[64];
-    static int lim[64], dev[64], n;
-    int rc = 0, i, d = 0;
-    DSF_CUDA_TRY(e, cudaGetDevice(&d));
-    pthread_mutex_lock(&mu);
-    for (i = 0; i < n && (fns[i] != fn || dev[i] != d); i++) {
-    }
-    if (i == n || lim[i] < bytes) {
-        cudaError_t c = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-        if (c != cudaSuccess)
-            rc = dsf_fail(e, "%s: %d bytes of dynamic shared memory refused: %s", k, bytes, cudaGetErrorString(c));
-        else if (i < 64)
-            fns[i] = fn, lim[i] = bytes, dev[i] = d, n += i == n;
-    }
-    pthread_mutex_unlock(&mu);
-    return rc;
-}
-
 // cuTensorMapEncodeTiled through the runtime's driver entry point (no link against the driver library).
 static PFN_cuTensorMapEncodeTiled_v12000 encode_fn;
 static void encoder_find(void) {
@@ -233,7 +212,7 @@ extern "C" int dsf_engram_wkv_cuda_v(void *stream, const dsf_geom *g, const uint
     if (rc) return rc < 0 ? -1 : 0;
     dim3 grid((unsigned)((T + bn - 1) / bn), (unsigned)((N + 64 * nwg - 1) / (64 * nwg)));
     if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
-    if (dsf_eng_smem_limit((const void *)fn, g->dyn_smem, "engram_wkv", e)) return -1;
+    if (dsf_cuda_smem_limit((const void *)fn, g->dyn_smem, "engram_wkv", e)) return -1;
     fn<<<grid, g->threads, g->dyn_smem, (cudaStream_t)stream>>>(mw, mx, xs, ws, y, T, N, K, stages, fault);
     DSF_CUDA_LAUNCHED(e, "engram_wkv");
     return 0;

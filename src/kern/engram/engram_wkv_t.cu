@@ -261,7 +261,7 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     // Token tiles vary fastest: the blocks that share a weight tile run together and read it from L2.
     dim3 grid((unsigned)((T + tb - 1) / tb), (unsigned)((N + bw - 1) / bw));
     if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
-    if (dsf_eng_smem_limit((const void *)fn, g->dyn_smem, "engram_wkv", e)) return -1;
+    if (dsf_cuda_smem_limit((const void *)fn, g->dyn_smem, "engram_wkv", e)) return -1;
     fn<<<grid, g->threads, g->dyn_smem, (cudaStream_t)stream>>>(mx, mw, xs, ws, y, T, N, K, stages, fault);
     DSF_CUDA_LAUNCHED(e, "engram_wkv");
     return 0;

@@ -16,8 +16,7 @@ extern "C" int dsf_fmt_cuda_launch(const void *fn, int64_t blocks, const dsf_geo
                                    const char *kernel, dsf_err *e) {
     if (blocks <= 0) return 0;
     if (blocks > 0x7FFFFFFF) return dsf_fail(e, "%s: %lld blocks exceed the grid limit", kernel, (long long)blocks);
-    if (g->dyn_smem > 48 * 1024)
-        DSF_CUDA_TRY(e, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, g->dyn_smem));
+    if (dsf_cuda_smem_limit(fn, g->dyn_smem, kernel, e)) return -1;
     DSF_CUDA_TRY(e, cudaLaunchKernel(fn, dim3((unsigned)blocks), dim3((unsigned)g->threads), args, (size_t)g->dyn_smem,
                                      (cudaStream_t)stream));
     DSF_CUDA_LAUNCHED(e, kernel);

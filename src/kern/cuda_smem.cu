@@ -1,0 +1,26 @@
+// The dynamic shared memory limit of a kernel, raised once per function, device and size (not on every launch).
+#include <pthread.h>
+
+#include "kern/cuda_check.h"
+
+// Raises fn's dynamic shared memory limit on the current device to bytes once, not on every launch.
+int dsf_cuda_smem_limit(const void *fn, int bytes, const char *k, dsf_err *e) {
+    if (bytes <= 48 * 1024) return 0;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static const void *fns[64];
+    static int lim[64], dev[64], n;
+    int rc = 0, i, d = 0;
+    DSF_CUDA_TRY(e, cudaGetDevice(&d));
+    pthread_mutex_lock(&mu);
+    for (i = 0; i < n && (fns[i] != fn || dev[i] != d); i++) {
+    }
+    if (i == n || lim[i] < bytes) {
+        cudaError_t c = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+        if (c != cudaSuccess)
+            rc = dsf_fail(e, "%s: %d bytes of dynamic shared memory refused: %s", k, bytes, cudaGetErrorString(c));
+        else if (i < 64)
+            fns[i] = fn, lim[i] = bytes, dev[i] = d, n += i == n;
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
