@@ -350,22 +350,24 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
                       args, "cmp_fused", e);
     }
     if (L->cap > 65535) return dsf_fail(e, "compressor: a ring of %d rows exceeds the grid's y dimension", L->cap);
+    // Entries of more staged chunks than one (128 tokens: 32 channels a chunk) are pooled by a block a chunk first.
+    unsigned ey = (unsigned)dsf_cmp_entry_slots(L->ratio, b->max_len) + 1;
+    int cg = L->ratio == 1 ? L->d : max(pool_chunk(span), 32), groups = (L->d + cg - 1) / cg;
+    int split = groups > 1 || span > EW_TOK; // cmp_emit_w's warps hold at most EW_TOK tokens each
+    // Entries a block (geometry p[2], else by count): up to EW share wk, enough blocks keep the SMs busy.
+    unsigned ew = g->p[2] ? (unsigned)g->p[2] : ey >= 8 * 128 ? 8 : ey >= 4 * 128 ? 4 : ey >= 2 * 128 ? 2 : 1;
+    if ((split ? ey : (ey + ew - 1) / ew) > 65535)
+        return dsf_fail(e, "compressor: %u entry slots in one segment exceed the grid's y dimension; split the call", ey);
     int bm = g->p[1] ? 64 : 32, kt16 = L->dim / DSF_CMP_SLICES % 16 == 0;
     void *gargs[] = {&l, &bb, &ws, &fault, &skip};
     if (launch(gemm_fn(g->p[1], kt16), dim3((unsigned)((O + 63) / 64), (unsigned)((b->rows + bm - 1) / bm)), bm,
                g->dyn_smem, stream, gargs, "cmp_gemm", e))
         return -1;
-    // Entries of more staged chunks than one (128 tokens: 32 channels a chunk) are pooled by a block a chunk first.
-    unsigned ey = (unsigned)dsf_cmp_entry_slots(L->ratio, b->max_len) + 1;
     float *pooled = ws + (size_t)b->rows * (size_t)O;
-    int cg = L->ratio == 1 ? L->d : max(pool_chunk(span), 32), groups = (L->d + cg - 1) / cg;
-    int split = groups > 1 || span > EW_TOK; // cmp_emit_w's warps hold at most EW_TOK tokens each
     void *pargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &cg};
     if (split && launch((const void *)cmp_pool, dim3((unsigned)b->n_seg, ey, (unsigned)groups), g->threads, 0, stream,
                         pargs, "cmp_pool", e))
         return -1;
-    // Entries a block (geometry p[2], else by count): up to EW share wk, enough blocks keep the SMs busy.
-    unsigned ew = g->p[2] ? (unsigned)g->p[2] : ey >= 8 * 128 ? 8 : ey >= 4 * 128 ? 4 : ey >= 2 * 128 ? 2 : 1;
     void *eargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &split};
     if (launch((const void *)cmp_emit_w, dim3((unsigned)b->n_seg, (ey + ew - 1) / ew), 32 * (int)ew, 0, stream, eargs,
                "cmp_emit_w", e))

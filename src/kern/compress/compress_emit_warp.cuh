@@ -103,36 +103,36 @@ __device__ static void warp_entry(const dsf_cmp_layer &L, const dsf_cmp_batch &b
     warp_finish(L, v, d, j * r + (r == 1 && wide ? 1 : 0), kind, kind == 1, fault, b.kv[s] + (j - b.j0[s]) * d, sm);
 }
 
-// Slice partials of outputs o0, o0 + 1 for the ew latents into part: lane = slice, each a chain from zero in order.
-__device__ static void key_partials(const dsf_cmp_layer &L, int o0, int ew, int vec, emitw_smem &sm) {
-    int d = L.d, S = d / DSF_CMP_SLICES, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-    if (vec) {
-        float wf[KO][KMS];
+// Slice partials of outputs o0, o0 + 1 for the ew latents into part, slices of SS elements (16-byte aligned wk rows).
+template <int SS> __device__ static void key_partials_v(const dsf_cmp_layer &L, int o0, int ew, emitw_smem &sm) {
+    int d = L.d, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    float wf[KO][SS];
 #pragma unroll
-        for (int u = 0; u < KO; u++)
+    for (int u = 0; u < KO; u++)
 #pragma unroll
-            for (int k = 0; k < KMS; k += 8) {
-                uint4 q = o0 + u < L.ik && k < S ? __ldg((const uint4 *)(L.w.wk + (size_t)(o0 + u) * d + lane * S + k))
-                                                 : make_uint4(0, 0, 0, 0);
-                bf16x8(q, wf[u] + k);
-            }
-#pragma unroll 2
-        for (int e = 0; e < ew; e++) {
-            float x[KMS];
-#pragma unroll
-            for (int k = 0; k < KMS; k += 4) *(float4 *)(x + k) = *(const float4 *)&sm.x[e][lane][xpos(lane, k)];
-#pragma unroll
-            for (int u = 0; u < KO; u++) {
-                float p = 0.0f;
-#pragma unroll
-                for (int k = 0; k < KMS; k++)
-                    if (k < S) p = DSF_CMP_MADD(x[k], wf[u][k], p);
-                sm.u.part[w][u * EW + e][lane] = p;
-            }
+        for (int k = 0; k < SS; k += 8) {
+            uint4 q = o0 + u < L.ik ? __ldg((const uint4 *)(L.w.wk + (size_t)(o0 + u) * d + lane * SS + k))
+                                    : make_uint4(0, 0, 0, 0);
+            bf16x8(q, wf[u] + k);
         }
-        return;
+    for (int e = 0; e < ew; e++) {
+        float x[SS];
+#pragma unroll
+        for (int k = 0; k < SS; k += 4) *(float4 *)(x + k) = *(const float4 *)&sm.x[e][lane][xpos(lane, k)];
+#pragma unroll
+        for (int u = 0; u < KO; u++) {
+            float p = 0.0f;
+#pragma unroll
+            for (int k = 0; k < SS; k++) p = DSF_CMP_MADD(x[k], wf[u][k], p);
+            sm.u.part[w][u * EW + e][lane] = p;
+        }
     }
-    for (int u = 0; u < KO && o0 + u < L.ik; u++) { // unaligned or short slices: the same FMAs, bf16 read one at a time
+}
+
+// The same partials for any slice length and alignment, the bf16 weights read one at a time.
+__device__ static void key_partials(const dsf_cmp_layer &L, int o0, int ew, emitw_smem &sm) {
+    int d = L.d, S = d / DSF_CMP_SLICES, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    for (int u = 0; u < KO && o0 + u < L.ik; u++) {
         const uint16_t *q = L.w.wk + (size_t)(o0 + u) * d + lane * S;
         for (int e = 0; e < ew; e++) {
             float p = 0.0f;
@@ -154,9 +154,14 @@ __global__ void __launch_bounds__(EW * 32) cmp_emit_w(dsf_cmp_layer L, dsf_cmp_b
     for (int i = lane; !ok && i < DSF_CMP_SLICES * KMS; i += 32) sm.x[w][i / KMS][i % KMS] = 0.0f;
     if (lane == 0) sm.j[w] = j;
     __syncthreads();
-    int S = L.d / DSF_CMP_SLICES, vec = S % 8 == 0 && ((uintptr_t)L.w.wk & 15) == 0;
+    int S = L.d / DSF_CMP_SLICES, al = ((uintptr_t)L.w.wk & 15) == 0;
     for (int o0 = w * KO; o0 < L.ik; o0 += ew * KO) {
-        key_partials(L, o0, ew, vec, sm);
+        if (al && S == 16)
+            key_partials_v<16>(L, o0, ew, sm);
+        else if (al && S == 8)
+            key_partials_v<8>(L, o0, ew, sm);
+        else
+            key_partials(L, o0, ew, sm);
         __syncwarp();
         int u = lane / EW, e = lane % EW; // index_key's fold: slices left to right
         if (lane < KO * EW && e < ew) {
