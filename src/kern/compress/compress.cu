@@ -5,7 +5,6 @@
 // Counters: arrivals, departures, then one ticket per row; then ws [rows, O] and pooled channels [max(rows, 64), d].
 enum { CTR_BYTES = 512 };
 
-
 // Finishes one projected value (APE for scores) and stores it in ws and, on the fused path, in the ring.
 __device__ static void store_proj(const dsf_cmp_layer &L, const dsf_cmp_batch &b, float *ws, int O, int64_t row, int o,
                                   float v, int fault, int to_ring) {
@@ -247,19 +246,13 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
         }
 }
 
-// Prefill block (s, e, .): entry floor(p0/r) - 1 + e of segment s if a token of it emits it (*row: that token's row).
-__device__ static int prefill_entry(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int fault, int64_t *j,
-                                    int64_t *row) {
-    return prefill_entry_at(L, b, fault, blockIdx.x, blockIdx.y, j, row);
-}
-
 // Prefill pooling, block (s, e, g): channels [g cg, (g + 1) cg) of its entry into pooled[row]; same bits per channel.
 __global__ void __launch_bounds__(256) cmp_pool(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws, float *pooled,
                                                 int fault, int wide, int cg) {
     __shared__ emit_smem sm;
     int64_t j, row;
     int c0 = (int)blockIdx.z * cg, c1 = c0 + cg < L.d ? c0 + cg : L.d;
-    if (c0 >= c1 || !prefill_entry(L, b, fault, &j, &row)) return;
+    if (c0 >= c1 || !prefill_entry_at(L, b, fault, blockIdx.x, blockIdx.y, &j, &row)) return;
     emit_tokens(L, b, blockIdx.x, j, ws, dsf_cmp_proj_outputs_dev(L), fault, sm);
     pool_range(L, c0, c1, wide, pooled + row * L.d + c0, 0, sm);
 }

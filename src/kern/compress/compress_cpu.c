@@ -90,15 +90,15 @@ static void emit_one(const cpu_job *j, int s, int64_t jj) {
     float inv = dsf_cmp_inv_rms(dsf_cmp_sumsq(v, d), d, L->eps);
     for (int c = 0; c < d; c++) v[c] = lat[c] = dsf_cmp_norm_elem(v[c], inv, L->w.norm[c]);
     int64_t rpos = jj * r + (r == 1 && j->wide ? 1 : 0);
-    int kind = L->quant == DSF_CMP_Q_FP8_NOPE ? 0 : L->quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
-    finish(L, v, d, rpos, kind, kind == 0 ? 64 : kind == 1 ? 32 : 16, kind == 1, j->fault);
+    int kind = dsf_cmp_quant_kind(L);
+    finish(L, v, d, rpos, kind, dsf_cmp_quant_blk(kind), kind == 1, j->fault);
     uint16_t *out = b->kv[s] + (size_t)(jj - b->j0[s]) * d;
     for (int c = 0; c < d; c++) out[c] = dsf_bf16_from_f32(v[c]);
     if (!L->ik) return;
     for (int o = 0; o < L->ik; o++) k[o] = dsf_bf16_round(dsf_cmp_dot(lat, L->w.wk + (size_t)o * d, d, 0));
     inv = dsf_cmp_inv_rms(dsf_cmp_sumsq(k, L->ik), L->ik, L->eps);
     for (int o = 0; o < L->ik; o++) k[o] = dsf_cmp_norm_elem(k[o], inv, L->w.k_norm[o]);
-    finish(L, k, L->ik, jj * r, 1, 32, 0, j->fault);
+    finish(L, k, L->ik, jj * r, 1, dsf_cmp_quant_blk(1), 0, j->fault);
     uint16_t *ko = b->ik[s] + (size_t)(jj - b->j0[s]) * L->ik;
     for (int o = 0; o < L->ik; o++) ko[o] = dsf_bf16_from_f32(k[o]);
 }

@@ -47,7 +47,7 @@ __device__ static const float *row_of(const dsf_cmp_layer &L, const dsf_cmp_batc
     return b.ring[s] + (size_t)(q & (L.cap - 1)) * 2 * dsf_cmp_channels_dev(L);
 }
 
-// The threads that run a finishing step together: the whole block, or one warp (the batched index keys).
+// The threads that run a finishing step together: the whole block (decode), or one warp (prefill, cmp_emit_w).
 struct cmp_block {
     __device__ int t() const { return threadIdx.x; }
     __device__ int nt() const { return blockDim.x; }
@@ -272,7 +272,7 @@ __device__ static void emit_prep(const dsf_cmp_layer &L, const dsf_cmp_batch &b,
 // Entry j from its pooled values in sm.v and emit_prep's sm, by the whole block: norm, RoPE, QDQ, write; then its key.
 __device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem &sm) {
     int t = threadIdx.x, nt = blockDim.x;
-    int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
+    int kind = dsf_cmp_quant_kind(&L);
 #pragma unroll 1
     for (int key = 0; key < 2; key++) { // one copy of the steps for the entry (key 0) and its index key (key 1)
         if (key && !L.ik) return;
@@ -287,8 +287,7 @@ __device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem 
         }
         __syncthreads();
         int kd = key ? 1 : kind;
-        finish_dev(cmp_block(), v, sm.qs, n, key ? sm.kcs : sm.cs, kd, kd == 0 ? 64 : kd == 1 ? 32 : 16,
-                   !key && kind == 1, fault);
+        finish_dev(cmp_block(), v, sm.qs, n, key ? sm.kcs : sm.cs, kd, dsf_cmp_quant_blk(kd), !key && kind == 1, fault);
         uint16_t *out = key ? sm.iko : sm.kvo;
         for (int c = t; c < n; c += nt) out[c] = dsf_bf16_from_f32(v[c]);
     }

@@ -44,15 +44,21 @@ typedef struct emitw_smem {
 // Where element k of slice sl sits in its row of x: chunk k / 4 moved by (sl / 2) mod 4.
 __device__ __forceinline__ static int xpos(int sl, int k) { return ((k >> 2 ^ sl >> 1) & 3) << 2 | (k & 3); }
 
-// RoPE cosines and sines of pair lane at position pos into cs, then the warp's finishing steps and the bf16 write.
-__device__ static void warp_finish(const dsf_cmp_layer &L, float *v, int n, int64_t pos, int kind, int had, int fault,
-                                   uint16_t *out, emitw_smem &sm) {
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+// emit_finish's steps by one warp: RMSNorm by nw (values also to lat when given), RoPE at pos, QDQ, bf16 write.
+__device__ static void warp_finish(const dsf_cmp_layer &L, float *v, int n, const uint16_t *nw, float (*lat)[KMS],
+                                   int64_t pos, int kind, int had, int fault, uint16_t *out, emitw_smem &sm) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, S = n / DSF_CMP_SLICES;
+    team_inv_rms(cmp_warp(), v, n, L.eps, sm.sl[w], &sm.inv[w]);
+    for (int c = lane; c < n; c += 32) {
+        v[c] = dsf_cmp_norm_elem(v[c], sm.inv[w], nw[c]);
+        if (lat) lat[c / S][xpos(c / S, c % S)] = v[c];
+    }
+    __syncwarp();
     static_assert(DSF_CMP_ROPE_DIM / 2 == 32, "a lane computes one RoPE pair's cosine and sine");
     float a = dsf_cmp_rope_angle(pos, L.freq[lane]);
     sm.cs[w][lane] = make_float2(cosf(a), sinf(a));
     __syncwarp();
-    finish_dev(cmp_warp(), v, sm.qs[w], n, sm.cs[w], kind, kind == 0 ? 64 : kind == 1 ? 32 : 16, had, fault);
+    finish_dev(cmp_warp(), v, sm.qs[w], n, sm.cs[w], kind, dsf_cmp_quant_blk(kind), had, fault);
     for (int c = lane; c < n; c += 32) out[c] = dsf_bf16_from_f32(v[c]);
 }
 
@@ -80,7 +86,7 @@ __device__ static float pool_lane(const dsf_cmp_tok *tok, int n, int C, int c, i
 // Warp w's entry (slot g EW + w): pooled values (cmp_pool's when split), norm, latent to x, RoPE, QDQ, write.
 __device__ static void warp_entry(const dsf_cmp_layer &L, const dsf_cmp_batch &b, const float *ws, const float *pooled,
                                   int s, int64_t j, int64_t row, int fault, int wide, int split, emitw_smem &sm) {
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, d = L.d, S = d / DSF_CMP_SLICES, r = L.ratio;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, d = L.d, r = L.ratio;
     int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L);
     int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * r;
     float *v = sm.u.e.v[w];
@@ -93,14 +99,9 @@ __device__ static void warp_entry(const dsf_cmp_layer &L, const dsf_cmp_batch &b
                : r == 1 ? dsf_bf16_round(__ldcg(tok[0].row + c))
                         : dsf_bf16_round(pool_lane(tok, n, C, c, wide));
     __syncwarp();
-    team_inv_rms(cmp_warp(), v, d, L.eps, sm.sl[w], &sm.inv[w]);
-    for (int c = lane; c < d; c += 32) {
-        v[c] = dsf_cmp_norm_elem(v[c], sm.inv[w], L.w.norm[c]);
-        if (L.ik) sm.x[w][c / S][xpos(c / S, c % S)] = v[c];
-    }
-    __syncwarp();
-    int kind = L.quant == DSF_CMP_Q_FP8_NOPE ? 0 : L.quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
-    warp_finish(L, v, d, j * r + (r == 1 && wide ? 1 : 0), kind, kind == 1, fault, b.kv[s] + (j - b.j0[s]) * d, sm);
+    int kind = dsf_cmp_quant_kind(&L);
+    warp_finish(L, v, d, L.w.norm, L.ik ? sm.x[w] : NULL, j * r + (r == 1 && wide ? 1 : 0), kind, kind == 1, fault,
+                b.kv[s] + (j - b.j0[s]) * d, sm);
 }
 
 // Slice partials of outputs o0, o0 + 1 for the ew latents into part, slices of SS elements (16-byte aligned wk rows).
@@ -174,11 +175,9 @@ __global__ void __launch_bounds__(EW * 32) cmp_emit_w(dsf_cmp_layer L, dsf_cmp_b
     }
     __syncthreads();
     if (!ok) return;
-    float *v = sm.k[w]; // the key of emit_finish: k_norm, RoPE at j r, FP4 QDQ (E8M0, blocks of 32)
-    team_inv_rms(cmp_warp(), v, L.ik, L.eps, sm.sl[w], &sm.inv[w]);
-    for (int c = lane; c < L.ik; c += 32) v[c] = dsf_cmp_norm_elem(v[c], sm.inv[w], L.w.k_norm[c]);
-    __syncwarp();
-    warp_finish(L, v, L.ik, sm.j[w] * L.ratio, 1, 0, fault, b.ik[s] + (size_t)(sm.j[w] - b.j0[s]) * L.ik, sm);
+    // The key of emit_finish: k_norm, RoPE at j r, FP4 QDQ (E8M0, blocks of 32).
+    warp_finish(L, sm.k[w], L.ik, L.w.k_norm, NULL, sm.j[w] * L.ratio, 1, 0, fault,
+                b.ik[s] + (size_t)(sm.j[w] - b.j0[s]) * L.ik, sm);
 }
 
 #endif

@@ -104,6 +104,18 @@ DSF_HD void dsf_cmp_rope_pair(float *v, int64_t pos, float f)
     dsf_cmp_rope_rot(v, cosf(ang), sinf(ang));
 }
 
+// The QDQ kind of a layer's entries: 0 act_quant of the non-RoPE dims, 1 Hadamard then FP4 E8M0, 2 FP4 E4M3.
+DSF_HD int dsf_cmp_quant_kind(const dsf_cmp_layer *L)
+{
+    return L->quant == DSF_CMP_Q_FP8_NOPE ? 0 : L->quant == DSF_CMP_Q_HAD_FP4 ? 1 : 2;
+}
+
+// The block size of a QDQ kind: 64, 32, 16 values.
+DSF_HD int dsf_cmp_quant_blk(int kind)
+{
+    return kind == 0 ? 64 : kind == 1 ? 32 : 16;
+}
+
 // QDQ of one block of n bf16 values in place: kind 0 act_quant (ue8m0), 1 FP4 E8M0, 2 FP4 E4M3.
 DSF_HD void dsf_cmp_qdq_block(float *v, int n, int kind)
 {

@@ -1,7 +1,6 @@
 // engram_embed_quant and engram_gate on CUDA: a warp per unit (a 32-block; a token's stream), fixed-order sums.
 #include "kern/cuda_check.h"
 #include "kern/engram/engram_internal.h"
-#include "kern/engram/engram_wg.cuh"
 
 // One lane per element of a 32-block: the block's amax is a warp max (exact in any order), then act_quant.
 template <int F>
@@ -269,6 +268,8 @@ extern "C" const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T) {
 }
 
 extern "C" const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T) {
-    int role = T <= 24 ? ROLE_WKV_24 : T <= 64 ? ROLE_WKV_64 : DSF_ENG_ROLE_WKV_PREFILL;
-    return &engine_geoms[T <= 8 ? DSF_ENG_ROLE_WKV_DECODE : role];
+    return &engine_geoms[T <= 8    ? DSF_ENG_ROLE_WKV_DECODE
+                         : T <= 24 ? ROLE_WKV_24
+                         : T <= 64 ? ROLE_WKV_64
+                                   : DSF_ENG_ROLE_WKV_PREFILL];
 }

@@ -130,6 +130,21 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
     }
 }
 
+// The one-token-group consumer for a block starting ph rows into its scale group: ph PH, PH + 8, ... 24, else 0.
+template <int BW, int DB, int PH>
+__device__ __forceinline__ void wgt_consume_at(int ph, const uint8_t *base, uint64_t *full, uint64_t *empty, int stages,
+                                               int KB, int KT, int64_t t0, int64_t n0, uint16_t *y, int64_t T,
+                                               int64_t N, int split, int fault) {
+    if constexpr (PH < 32) {
+        if (ph == PH)
+            wgt_consume<BW, 1, DB, BW, 0, PH>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+        else
+            wgt_consume_at<BW, DB, PH + 8>(ph, base, full, empty, stages, KB, KT, t0, n0, y, T, N, split, fault);
+    } else {
+        wgt_consume<BW, 1, DB, BW, 0, 0>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+    }
+}
+
 // Block: NWG warpgroups of 64 tokens by BW weight rows (WS 2: two of BW / 2 rows, NWG 1), PW producer warps.
 template <int BW, int NWG, int PW, int DB, int WS>
 __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW == 4 ? 2 : 1)
@@ -206,15 +221,7 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     enum { CW = BW / WS };
     int c = warp >> 2;
     if constexpr (BW % 32 != 0) { // a block starts 0, 8, 16 or 24 rows into a scale group: one consumer for each
-        int ph = (int)(n0 & 31);
-        if (ph == 8)
-            wgt_consume<BW, 1, DB, BW, 0, 8>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
-        else if (ph == 16)
-            wgt_consume<BW, 1, DB, BW, 0, 16>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
-        else if (ph == 24)
-            wgt_consume<BW, 1, DB, BW, 0, 24>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
-        else
-            wgt_consume<BW, 1, DB, BW, 0, 0>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+        wgt_consume_at<BW, DB, 8>((int)(n0 & 31), base, full, empty, stages, KB, KT, t0, n0, y, T, N, split, fault);
     } else if (WS == 1 || c == 0) {
         wgt_consume<BW, NWG, DB, CW, 0, 0>(base, full, empty, stages, KB, KT, WS == 1 ? c : 0, t0, n0, y, T, N, split,
                                            fault);
