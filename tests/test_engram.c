@@ -222,11 +222,14 @@ static void test_wkv_geometry_refusals(void) {
     wkv_refuses(&none, 32, "wg_b24", "no such kernel variant");
     wkv_refuses(&shallow, 32, "wg_one_stage", "no such kernel variant");
     wkv_refuses(&old, 32, "narrow_w4", "no such kernel variant");
-    // The tokens-as-A kernel: a thread count that is not 128 per warpgroup plus whole producer warps, a bad flag.
-    const dsf_geom odd = {"wgt_t296", 296, 200000, {4, 128, 2, 4}}, flag = {"wgt_ws3", 416, 200000, {4, 128, 1, 132}};
+    // The tokens-as-A kernel: a thread count that is not 128 per warpgroup plus whole producer warps, bad flags.
+    const dsf_geom odd = {"wgt_t296", 296, 200000, {4, 128, 2, 4}};
+    const dsf_geom flag = {"wgt_parts8", 512, 200000, {4, 128, 3, 388}};
+    const dsf_geom hs_db = {"wgt_hs_db", 512, 200000, {4, 128, 3, 164}};
     const dsf_geom tiny = {"wgt_small", 288, 4096, {4, 128, 2, 4}};
     wkv_refuses(&odd, 32, "wgt_t296", "no such kernel variant");
-    wkv_refuses(&flag, 32, "wgt_ws3", "no such kernel variant");
+    wkv_refuses(&flag, 32, "wgt_parts8", "no such kernel variant");
+    wkv_refuses(&hs_db, 32, "wgt_hs_db", "no such kernel variant");
     // Four stages of 256 rows of 128 bytes, 4 x 128 token and 4 x 4 weight scale floats, and the alignment.
     wkv_refuses(&tiny, 32, "wgt_small", "140544");
     wkv_refuses(dsf_engram_cuda_geom(DSF_ENG_ROLE_WKV_DECODE), 48, "multiples of 32", NULL);
@@ -245,8 +248,8 @@ static int in_contract(const dsf_geom *g, const dsf_geom *c, int n) {
 static void test_wkv_engine_geoms(void) {
     static _Alignas(16) uint8_t buf[64];
     const int64_t Ts[] = {1, 8, 9, 24, 25, 64, 65, 4096};
-    const int kind[] = {3, 3, 4, 4, 4, 4, 4, 4}, rows[] = {8, 8, 128, 128, 104, 104, 128, 128};
-    const int groups[] = {1, 1, 1, 1, 1, 1, 3, 3};
+    const int kind[] = {3, 3, 4, 4, 4, 4, 4, 4}, rows[] = {8, 8, 128, 128, 128, 128, 128, 128};
+    const int groups[] = {1, 1, 1, 1, 1, 1, 3, 3}, halves[] = {0, 0, 0, 0, 0, 0, 1, 1};
     dsf_err e;
     int n;
     const dsf_geom *c = dsf_engram_wkv_cuda_geoms(&n);
@@ -254,6 +257,7 @@ static void test_wkv_engine_geoms(void) {
         const dsf_geom *g = dsf_engram_cuda_wkv_geom(Ts[i]);
         TEST_ASSERT_MSG(g->p[0] == kind[i] && g->p[1] == rows[i] && g->p[2] == groups[i], "%lld tokens: %s",
                         (long long)Ts[i], g->name);
+        TEST_ASSERT_MSG(g->p[0] != 4 || g->p[3] / 128 == halves[i], "%lld tokens: %s", (long long)Ts[i], g->name);
         int rc = dsf_engram_wkv_cuda_v(NULL, g, buf, buf, buf, buf, (uint16_t *)buf, 0, 25600, 6144, DSF_ENG_REAL, &e);
         TEST_ASSERT_MSG(rc == 0, "%s: %s", g->name, e.msg);
         TEST_ASSERT_MSG(in_contract(g, c, n), "%s is not among the contract's CUDA wkv geometries", g->name);

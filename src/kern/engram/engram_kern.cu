@@ -247,20 +247,19 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
 }
 
 // The engine's geometries: the public roles (engram_kern.h) first, then wkv up to 64 tokens and the staged gate.
-static const int ROLE_WKV_24 = DSF_ENG_ROLE_GATE_WARP + 1, ROLE_GATE_STAGED = ROLE_WKV_24 + 1,
-                 ROLE_WKV_64 = ROLE_GATE_STAGED + 1, ROLES = ROLE_WKV_64 + 1;
+static const int ROLE_WKV_64 = DSF_ENG_ROLE_GATE_WARP + 1, ROLE_GATE_STAGED = ROLE_WKV_64 + 1,
+                 ROLES = ROLE_GATE_STAGED + 1;
 static const dsf_geom engine_geoms[ROLES] = {
-    {"t256_w64", 256, 0, {64, 0, 0, 0}},                     // DSF_ENG_ROLE_EMBED_QUANT
-    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},           // DSF_ENG_ROLE_WKV_DECODE: up to 8 tokens
-    {"wgt_w128_x3_pw4_s4", 512, 177408, {4, 128, 3, 4}},     // DSF_ENG_ROLE_WKV_PREFILL: more than 64
-    {"t256_w64", 256, 0, {64, 0, 0, 0}},                     // DSF_ENG_ROLE_GATE_WARP
-    {"wgt_w128_x1_pw4_s4_db", 256, 103680, {4, 128, 1, 36}}, // ROLE_WKV_24: 9 to 24 tokens
-    {"st_t512_w8", 512, 40960, {8, 1}},                      // ROLE_GATE_STAGED
-    {"wgt_w104_x1_pw4_s4_db", 256, 91392, {4, 104, 1, 36}},  // ROLE_WKV_64: 25 to 64 tokens (at most 2 blocks an SM)
+    {"t256_w64", 256, 0, {64, 0, 0, 0}},                         // DSF_ENG_ROLE_EMBED_QUANT
+    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},               // DSF_ENG_ROLE_WKV_DECODE: up to 8 tokens
+    {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},    // DSF_ENG_ROLE_WKV_PREFILL: more than 64
+    {"t256_w64", 256, 0, {64, 0, 0, 0}},                         // DSF_ENG_ROLE_GATE_WARP
+    {"wgt_w128_x1_pw4_s4_db", 256, 103680, {4, 128, 1, 36}},     // ROLE_WKV_64: 9 to 64 tokens
+    {"st_t512_w8", 512, 40960, {8, 1}},                          // ROLE_GATE_STAGED
 };
 
 extern "C" const dsf_geom *dsf_engram_cuda_geom(int which) {
-    return which >= 0 && which < ROLE_WKV_24 ? &engine_geoms[which] : NULL;
+    return which >= 0 && which < ROLE_WKV_64 ? &engine_geoms[which] : NULL;
 }
 
 extern "C" const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T) {
@@ -268,8 +267,5 @@ extern "C" const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T) {
 }
 
 extern "C" const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T) {
-    return &engine_geoms[T <= 8    ? DSF_ENG_ROLE_WKV_DECODE
-                         : T <= 24 ? ROLE_WKV_24
-                         : T <= 64 ? ROLE_WKV_64
-                                   : DSF_ENG_ROLE_WKV_PREFILL];
+    return &engine_geoms[T <= 8 ? DSF_ENG_ROLE_WKV_DECODE : T <= 64 ? ROLE_WKV_64 : DSF_ENG_ROLE_WKV_PREFILL];
 }

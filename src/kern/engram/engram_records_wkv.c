@@ -84,6 +84,8 @@ static const dsf_geom wkv_cuda_geoms[] = {
     {"wgt_w224_x1_ws2_pw4_s5_db", 384, 191024, {4, 224, 1, 101}},
     {"wgt_w104_x1_pw4_s4_db", 256, 91392, {4, 104, 1, 36}},
     {"wgt_w104_x1_pw4_s5_db", 256, 113984, {4, 104, 1, 37}},
+    {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},
+    {"wgt_w128_x3_pw4_s5_hs", 512, 221504, {4, 128, 3, 133}},
 };
 const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n) {
     *n = DSF_ENG_LEN(wkv_cuda_geoms);

@@ -22,6 +22,18 @@ __device__ __forceinline__ void eng_store(uint16_t *y, int64_t T, int64_t N, int
     y[t * N + n] = dsf_bf16_from_f32(v);
 }
 
+// Outputs (t, n) and (t, n + 1): one 4-byte store where both exist and it is aligned, else one at a time.
+__device__ __forceinline__ void eng_store2(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n, float a, float b,
+                                           int fault) {
+    uint16_t *at = y + t * N + n;
+    if (t < T && n + 1 < N && ((uintptr_t)at & 3) == 0 && fault != DSF_ENG_SKIP) {
+        *(uint32_t *)at = dsf_bf16_from_f32(a) | (uint32_t)dsf_bf16_from_f32(b) << 16;
+        return;
+    }
+    eng_store(y, T, N, t, n, a, fault);
+    eng_store(y, T, N, t, n + 1, b, fault);
+}
+
 // An accumulator tile (m64nN fragments hold n8 tiles of this shape): rows n, n+8 (weights) by columns t, t+1 (tokens).
 __device__ __forceinline__ void eng_store_tile(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n,
                                                const float a[4], int fault) {
@@ -58,6 +70,30 @@ __device__ __forceinline__ void eng_mbar_wait(uint64_t *b, int parity) {
             : "r"(eng_smem(b)), "r"(parity)
             : "memory");
     } while (!done);
+}
+
+// eng_mbar_wait whose try_wait may suspend the warp for up to 1 ms (it resumes when the phase completes), not spin.
+__device__ __forceinline__ void eng_mbar_sleep(uint64_t *b, int parity) {
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, 1000000;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(eng_smem(b)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+// Four e8m0 bytes as floats (byte j to f[j]): one shift each unless a byte is 0 or 255, which eng_e8m0 maps.
+__device__ __forceinline__ void eng_e8m0x4(uint32_t v, float (&f)[4]) {
+    uint32_t zero = (v - 0x01010101u) & ~v & 0x80808080u, full = (~v - 0x01010101u) & v & 0x80808080u;
+    if (zero | full) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) f[j] = eng_e8m0(v >> 8 * j);
+        return;
+    }
+    f[0] = __uint_as_float(v << 23 & 0x7F800000u), f[1] = __uint_as_float(v << 15 & 0x7F800000u);
+    f[2] = __uint_as_float(v << 7 & 0x7F800000u), f[3] = __uint_as_float(v >> 1 & 0x7F800000u);
 }
 
 __device__ __forceinline__ void eng_mbar_arrive(uint64_t *b) {

@@ -37,10 +37,11 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
         eng_wgmma(dd, eng_desc(st + wg * 64 * ENG_ATOM) + 2 * j, eng_desc(st + SA + OFF * ENG_ATOM) + 2 * j);
         eng_wg_commit();
     };
-    // Block j's sa * sw for this thread's tokens (rows) and weight groups; read while a product runs, before its wait.
-    auto scales = [&](int j, float(&s)[NG][2]) {
-        float2 sa = *(const float2 *)((const float *)sc + j * TB + (tok & ~15) + 2 * g);
-        float sw[NG];
+    // Block j's scales for this thread's tokens (rows) and weight groups (fetch), then their products sa * sw (mult).
+    float2 sa;
+    float sw[NG];
+    auto fetch = [&](int j) {
+        sa = *(const float2 *)((const float *)sc + j * TB + (tok & ~15) + 2 * g);
         const float *w = (const float *)(sc + 16 * TB) + j * RB + G0;
 #pragma unroll
         for (int b = 0; b < NG; b += VEC)
@@ -53,6 +54,8 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
             } else {
                 sw[b] = w[b];
             }
+    };
+    auto mult = [&](float(&s)[NG][2]) {
 #pragma unroll
         for (int b = 0; b < NG; b++) s[b][0] = __fmul_rn(sa.x, sw[b]), s[b][1] = __fmul_rn(sa.y, sw[b]);
     };
@@ -78,32 +81,43 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
     auto advance = [&](int kt) {
         if (++slot == stages) slot = 0, phase ^= 1;
         st = base + (size_t)slot * STAGE, sc = scl + (size_t)slot * SCB;
-        if (kt + 1 < KT) eng_mbar_wait(&full[slot], phase);
+        if (kt + 1 < KT) eng_mbar_sleep(&full[slot], phase);
     };
-    eng_mbar_wait(&full[0], 0);
+    eng_mbar_sleep(&full[0], 0);
     int kt = 0, nfull = DB ? KB / 4 : 0;
     float s[NG][2];
+    // Block j + 1's scales are read before block j's wait (AHEAD); with a start inside a scale group that was slower.
+    enum { AHEAD = BW % 32 == 0 };
+    if (nfull && AHEAD) fetch(0);
     // Two accumulator sets: block j's product runs while block j - 1 is promoted; none crosses the back edge.
     for (; kt < nfull; kt++) {
         split_at(kt);
         issue(0, d[0]);
         issue(1, d[DB]);
-        scales(0, s);
+        if (!AHEAD) fetch(0);
+        mult(s);
+        if (AHEAD) fetch(1);
         eng_wg_wait<1>();
         promote(d[0], s);
         issue(2, d[0]);
-        scales(1, s);
+        if (!AHEAD) fetch(1);
+        mult(s);
+        if (AHEAD) fetch(2);
         eng_wg_wait<1>();
         promote(d[DB], s);
         issue(3, d[DB]);
-        scales(2, s);
+        if (!AHEAD) fetch(2);
+        mult(s);
+        if (AHEAD) fetch(3);
         eng_wg_wait<1>();
         promote(d[0], s);
-        scales(3, s);
+        if (!AHEAD) fetch(3);
+        mult(s);
         eng_wg_wait<0>();
         // Every consumer thread hands the slot back once its products are done (its scales are in registers by now).
         eng_mbar_arrive(&empty[slot]);
         advance(kt);
+        if (AHEAD && kt + 1 < nfull) fetch(0);
         promote(d[DB], s);
     }
     for (; kt < KT; kt++) {
@@ -112,7 +126,8 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
         for (int j = 0; j < 4; j++) {
             if (kt * 4 + j >= KB) break;
             issue(j, d[0]);
-            scales(j, s);
+            fetch(j);
+            mult(s);
             eng_wg_wait<0>();
             promote(d[0], s);
         }
@@ -123,10 +138,119 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
 #pragma unroll
     for (int i = 0; i < R / 4; i++) {
         int64_t n = n0 + OFF + 8 * i + 2 * q;
-        eng_store(y, T, N, t, n, acc[4 * i], fault);
-        eng_store(y, T, N, t, n + 1, acc[4 * i + 1], fault);
-        eng_store(y, T, N, t + 8, n, acc[4 * i + 2], fault);
-        eng_store(y, T, N, t + 8, n + 1, acc[4 * i + 3], fault);
+        eng_store2(y, T, N, t, n, acc[4 * i], acc[4 * i + 1], fault);
+        eng_store2(y, T, N, t + 8, n, acc[4 * i + 2], acc[4 * i + 3], fault);
+    }
+}
+
+// Parts: the W rows as P wgmmas of W / P; two parts are in flight, one promoted while the next runs.
+template <int BW, int NWG, int W, int P>
+__device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t *full, uint64_t *empty, int stages,
+                                                  int KB, int KT, int wg, int64_t t0, int64_t n0, uint16_t *y,
+                                                  int64_t T, int64_t N, int split, int fault) {
+    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = wgt_groups(BW), NG = W / 32 };
+    enum { SCB = wgt_scale_bytes(TB, BW), R = W / 2, H = R / P, U = 4 * P };
+    static_assert(BW % 32 == 0 && W % (8 * P) == 0 && NG % 4 == 0, "parts of whole n8 tiles, whole scale groups");
+    const uint8_t *scl = base + (size_t)stages * STAGE;
+    int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    int tok = wg * 64 + warp * 16 + g;
+    float acc[R], d[2][H];
+#pragma unroll
+    for (int i = 0; i < R; i++) acc[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < H; i++) d[0][i] = 0.0f, d[1][i] = 0.0f;
+    int split_kt = split ? KT / 2 : -1, slot = 0, phase = 0;
+    const uint8_t *st = base, *sc = scl;
+    // Unit u of the stage: block u / P, part u % P (rows (u % P) W / P on), into d[u % 2], as one commit group.
+    auto issue = [&](int u) {
+        eng_wg_fence();
+        eng_wgmma(d[u % 2], eng_desc(st + wg * 64 * ENG_ATOM) + 2 * (u / P),
+                  eng_desc(st + SA + (u % P) * (W / P) * ENG_ATOM) + 2 * (u / P));
+        eng_wg_commit();
+    };
+    // Block j's scales: read one part ahead of their use (fetch), multiplied when block j starts (mult).
+    float2 sa;
+    float sw[NG];
+    auto fetch = [&](int j) {
+        sa = *(const float2 *)((const float *)sc + j * TB + (tok & ~15) + 2 * g);
+        const float *w = (const float *)(sc + 16 * TB) + j * RB;
+#pragma unroll
+        for (int b = 0; b < NG; b += 4) {
+            float4 v = *(const float4 *)(w + b);
+            sw[b] = v.x, sw[b + 1] = v.y, sw[b + 2] = v.z, sw[b + 3] = v.w;
+        }
+    };
+    auto mult = [&](float(&s)[NG][2]) {
+#pragma unroll
+        for (int b = 0; b < NG; b++) s[b][0] = __fmul_rn(sa.x, sw[b]), s[b][1] = __fmul_rn(sa.y, sw[b]);
+    };
+    // Unit u's products into acc (part h's n8 tiles are the accumulator's tiles h H / 4 on).
+    auto promote = [&](int u, const float(&s)[NG][2]) {
+        int h = u % P;
+        eng_wg_hold(d[u % 2]);
+#pragma unroll
+        for (int i = 0; i < H / 4; i++) {
+            int b = (h * (W / P) + 8 * i) / 32, a = h * H + 4 * i;
+            acc[a] = __fmaf_rn(d[u % 2][4 * i], s[b][0], acc[a]);
+            acc[a + 1] = __fmaf_rn(d[u % 2][4 * i + 1], s[b][0], acc[a + 1]);
+            acc[a + 2] = __fmaf_rn(d[u % 2][4 * i + 2], s[b][1], acc[a + 2]);
+            acc[a + 3] = __fmaf_rn(d[u % 2][4 * i + 3], s[b][1], acc[a + 3]);
+        }
+    };
+    auto advance = [&](int kt) {
+        if (++slot == stages) slot = 0, phase ^= 1;
+        st = base + (size_t)slot * STAGE, sc = scl + (size_t)slot * SCB;
+        if (kt + 1 < KT) eng_mbar_sleep(&full[slot], phase);
+    };
+    auto split_at = [&](int kt) {
+        if (kt == split_kt)
+#pragma unroll
+            for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
+    };
+    eng_mbar_sleep(&full[0], 0);
+    float s[NG][2];
+    int kt = 0;
+    fetch(0);
+    for (; kt < KB / 4; kt++) {
+        split_at(kt);
+        issue(0);
+        issue(1);
+#pragma unroll
+        for (int u = 0; u < U - 1; u++) {
+            if (u % P == 0) mult(s);
+            if (u % P == P - 1) fetch(u / P + 1);
+            eng_wg_wait<1>();
+            promote(u, s);
+            if (u + 2 < U) issue(u + 2);
+        }
+        eng_wg_wait<0>();
+        // The slot's last products are in registers: hand it back before promoting them.
+        eng_mbar_arrive(&empty[slot]);
+        advance(kt);
+        if (kt + 1 < KT) fetch(0);
+        promote(U - 1, s);
+    }
+    for (; kt < KT; kt++) {
+        split_at(kt);
+        for (int j = 0; j < 4 && kt * 4 + j < KB; j++) {
+            fetch(j);
+            mult(s);
+#pragma unroll
+            for (int h = 0; h < P; h++) {
+                issue(j * P + h);
+                eng_wg_wait<0>();
+                promote(j * P + h, s);
+            }
+        }
+        eng_mbar_arrive(&empty[slot]);
+        advance(kt);
+    }
+    int64_t t = t0 + tok;
+#pragma unroll
+    for (int i = 0; i < R / 4; i++) {
+        int64_t n = n0 + 8 * i + 2 * q;
+        eng_store2(y, T, N, t, n, acc[4 * i], acc[4 * i + 1], fault);
+        eng_store2(y, T, N, t + 8, n, acc[4 * i + 2], acc[4 * i + 3], fault);
     }
 }
 
@@ -146,7 +270,7 @@ __device__ __forceinline__ void wgt_consume_at(int ph, const uint8_t *base, uint
 }
 
 // Block: NWG warpgroups of 64 tokens by BW weight rows (WS 2: two of BW / 2 rows, NWG 1), PW producer warps.
-template <int BW, int NWG, int PW, int DB, int WS>
+template <int BW, int NWG, int PW, int DB, int WS, int PARTS = 1>
 __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW == 4 ? 2 : 1)
     eng_wkv_wgt(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                 const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
@@ -169,30 +293,38 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
         // Producers (a warp, or a warpgroup lending its registers): thread 0 starts the copies, the rest copy scales.
         if (PW == 4) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(NC == 1 ? 24 : 40));
         int p = threadIdx.x - 128 * NC, words = KB % 4 == 0 && ((uintptr_t)xs & 3) == 0;
-        for (int kt = 0; kt < KT; kt++) {
-            int s = kt % stages, use = kt / stages;
+        // Fixed over the loop: this thread's token scale rows and weight scale row (NULL where it has none).
+        const uint8_t *xr[NI], *wr[NW];
+#pragma unroll
+        for (int r = 0; r < NI; r++) {
+            int i = p - 1 + r * NP;
+            xr[r] = p > 0 && i < TB && t0 + i < T ? xs + (t0 + i) * KB : NULL;
+        }
+#pragma unroll
+        for (int r = 0; r < NW; r++) {
+            int i = p - 1 + r * NP;
+            int64_t n = (BW % 32 ? n0 & ~(int64_t)31 : n0) + 32 * (i % RB);
+            wr[r] = p > 0 && i < 4 * RB && n < N ? ws + (n / 32) * KB + i / RB : NULL;
+        }
+        for (int kt = 0, s = 0, use = 0; kt < KT; kt++, s = s + 1 < stages ? s + 1 : (use++, 0)) {
             uint8_t *st = base + (size_t)s * STAGE, *sc = scl + (size_t)s * SCB;
             // A stage's scales are read from global memory before its slot is free, so that wait hides their latency.
             uint32_t v[NI], wb[NW];
 #pragma unroll
             for (int r = 0; r < NI; r++) {
-                int i = p - 1 + r * NP;
-                int64_t t = t0 + i;
-                const uint8_t *src = xs + t * KB + 4 * kt;
                 v[r] = 0x7F7F7F7Fu;
-                if (p > 0 && i < TB && t < T && words)
-                    v[r] = *(const uint32_t *)src;
-                else if (p > 0 && i < TB && t < T)
+                if (xr[r] && words)
+                    v[r] = *(const uint32_t *)(xr[r] + 4 * kt);
+                else if (xr[r])
                     for (int j = 0; j < 4 && 4 * kt + j < KB; j++)
-                        v[r] = (v[r] & ~(0xFFu << 8 * j)) | (uint32_t)src[j] << 8 * j;
+                        v[r] = (v[r] & ~(0xFFu << 8 * j)) | (uint32_t)xr[r][4 * kt + j] << 8 * j;
             }
 #pragma unroll
             for (int r = 0; r < NW; r++) {
-                int i = p - 1 + r * NP, kb = 4 * kt + i / RB;
-                int64_t n = (BW % 32 ? n0 & ~(int64_t)31 : n0) + 32 * (i % RB);
-                wb[r] = p > 0 && i < 4 * RB && n < N && kb < KB ? ws[(n / 32) * KB + kb] : 127;
+                int i = p - 1 + r * NP;
+                wb[r] = wr[r] && 4 * kt + i / RB < KB ? wr[r][4 * kt] : 127;
             }
-            if (use > 0) eng_mbar_wait(&empty[s], (use - 1) & 1);
+            if (use > 0) eng_mbar_sleep(&empty[s], (use - 1) & 1);
             if (p == 0) {
                 eng_mbar_expect(&full[s], STAGE);
                 eng_tma(st, &tx, kt * ENG_ATOM, (int)t0, &full[s]);
@@ -202,9 +334,11 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
 #pragma unroll
             for (int r = 0; r < NI; r++) {
                 int i = p - 1 + r * NP, at = (i & ~15) | (i & 7) << 1 | (i >> 3 & 1);
+                float f[4];
+                eng_e8m0x4(v[r], f);
 #pragma unroll
                 for (int j = 0; j < 4; j++)
-                    if (i < TB) ((float *)sc)[j * TB + at] = eng_e8m0(v[r] >> 8 * j);
+                    if (i < TB) ((float *)sc)[j * TB + at] = f[j];
             }
 #pragma unroll
             for (int r = 0; r < NW; r++) {
@@ -219,8 +353,11 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     int split = (fault == DSF_ENG_GEOM && NC >= 2) || (fault == DSF_ENG_BATCH && T > DSF_ENG_SUITE_MAX_ROWS);
     // Consumer warpgroup c: token group c (WS 1) or rows [c CW, (c + 1) CW) of all 64 tokens (WS 2).
     enum { CW = BW / WS };
-    int c = warp >> 2;
-    if constexpr (BW % 32 != 0) { // a block starts 0, 8, 16 or 24 rows into a scale group: one consumer for each
+    // The warpgroup index as a warp-uniform value, so the descriptors stay in uniform registers.
+    int c = NC == 1 ? 0 : __shfl_sync(0xffffffffu, warp >> 2, 0);
+    if constexpr (PARTS > 1) {
+        wgt_consume_parts<BW, NWG, BW, PARTS>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
+    } else if constexpr (BW % 32 != 0) { // a block starts 0, 8, 16 or 24 rows into a scale group: one consumer for each
         wgt_consume_at<BW, DB, 8>((int)(n0 & 31), base, full, empty, stages, KB, KT, t0, n0, y, T, N, split, fault);
     } else if (WS == 1 || c == 0) {
         wgt_consume<BW, NWG, DB, CW, 0, 0>(base, full, empty, stages, KB, KT, WS == 1 ? c : 0, t0, n0, y, T, N, split,
@@ -233,11 +370,14 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
 typedef void (*wgt_fn)(const CUtensorMap, const CUtensorMap, const uint8_t *, const uint8_t *, uint16_t *, int64_t,
                        int64_t, int64_t, int, int);
 
-// Geometry {4, BW rows, NWG token warpgroups, 64 (WS - 1) + 32 double buffer + stages}; threads 128 NWG WS + 32 PW.
+// Geometry {4, rows BW, NWG warpgroups, 128 halves + 64 (WS - 1) + 32 db + stages}; threads 128 NWG WS + 32 PW.
 static wgt_fn wgt_pick(const dsf_geom *g) {
-    int bw = g->p[1], nwg = g->p[2], ws = g->p[3] / 64 + 1, db = g->p[3] / 32 % 2;
+    int bw = g->p[1], nwg = g->p[2], ws = g->p[3] / 64 % 2 + 1, db = g->p[3] / 32 % 2, parts = 1 << g->p[3] / 128;
     int pw = (g->threads - 128 * nwg * ws) / 32;
-    if (g->threads != 128 * nwg * ws + 32 * pw || pw < 1 || ws > 2) return NULL;
+    if (g->threads != 128 * nwg * ws + 32 * pw || pw < 1 || g->p[3] >= 384 || (parts > 1 && (db || ws > 1)))
+        return NULL;
+    if (parts == 2 && bw == 128 && nwg == 3 && pw == 4) return eng_wkv_wgt<128, 3, 4, 0, 1, 2>;
+    if (parts > 1) return NULL;
     if (bw == 128 && nwg == 1 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 1, 1, 0, 1>;
     if (bw == 128 && nwg == 2 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 2, 1, 0, 1>;
     if (bw == 128 && nwg == 3 && pw == 4 && !db && ws == 1) return eng_wkv_wgt<128, 3, 4, 0, 1>;
