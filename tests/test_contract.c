@@ -83,14 +83,14 @@ static const dsf_geom geoms[] = {{"t1", 1, 0, {0}}, {"t2c4", 2, 0, {4}}, {"t3c16
 static const dsf_case cases[] = {{"r5n100", 5, 100, 0, 0}, {"r1n33", 1, 33, 0, 0}, {"r17n64", 17, 64, 0, 0}};
 
 static const dsf_impl impls[] = {
-    {"good", DSF_BACKEND_CPU, run_good, geoms, 3, DSF_GATE_NONE, NULL, NULL, NULL},
-    {"skip_row", DSF_BACKEND_CPU, run_skip, geoms, 3, DSF_GATE_1, "last row unwritten", NULL, NULL},
-    {"past_end", DSF_BACKEND_CPU, run_past, geoms, 3, DSF_GATE_1, "writes one past the output", NULL, NULL},
-    {"modify_in", DSF_BACKEND_CPU, run_modify, geoms, 3, DSF_GATE_1, "writes its input", NULL, NULL},
-    {"order", DSF_BACKEND_CPU, run_order, geoms, 3, DSF_GATE_2, "order follows geometry", NULL, NULL},
-    {"tail", DSF_BACKEND_CPU, run_tail, geoms, 3, DSF_GATE_3, "dropped tail", NULL, NULL},
-    {"split", DSF_BACKEND_CPU, run_split, geoms, 3, DSF_GATE_4, "split follows row count", NULL, NULL},
-    {"tail_as_gate4", DSF_BACKEND_CPU, run_tail, geoms, 3, DSF_GATE_4, "planted at the wrong gate", NULL, NULL},
+    {"good", DSF_BACKEND_CPU, run_good, geoms, 3, DSF_GATE_NONE, NULL, NULL, NULL, NULL},
+    {"skip_row", DSF_BACKEND_CPU, run_skip, geoms, 3, DSF_GATE_1, "last row unwritten", NULL, NULL, NULL},
+    {"past_end", DSF_BACKEND_CPU, run_past, geoms, 3, DSF_GATE_1, "writes one past the output", NULL, NULL, NULL},
+    {"modify_in", DSF_BACKEND_CPU, run_modify, geoms, 3, DSF_GATE_1, "writes its input", NULL, NULL, NULL},
+    {"order", DSF_BACKEND_CPU, run_order, geoms, 3, DSF_GATE_2, "order follows geometry", NULL, NULL, NULL},
+    {"tail", DSF_BACKEND_CPU, run_tail, geoms, 3, DSF_GATE_3, "dropped tail", NULL, NULL, NULL},
+    {"split", DSF_BACKEND_CPU, run_split, geoms, 3, DSF_GATE_4, "split follows row count", NULL, NULL, NULL},
+    {"tail_as_gate4", DSF_BACKEND_CPU, run_tail, geoms, 3, DSF_GATE_4, "planted at the wrong gate", NULL, NULL, NULL},
 };
 
 static const dsf_record fixture = {"fixture_rowsum", "test", "row sums", ops, 2, ref, impls, 8, cases, 3, 1e-6, 1e-5};
@@ -187,7 +187,7 @@ static void test_limits(void) {
     static const dsf_geom big_smem[] = {{"smem200k", 256, 200 * 1024, {32}}};
     static const dsf_geom many_threads[] = {{"t2048", 2048, 0, {32}}};
     static const dsf_geom heavy_regs[] = {{"t1024r128", 1024, 0, {128}}};
-    dsf_impl im = {"k", DSF_BACKEND_CUDA, run_good, ok, 1, DSF_GATE_NONE, NULL, fake_attrs, NULL};
+    dsf_impl im = {"k", DSF_BACKEND_CUDA, run_good, ok, 1, DSF_GATE_NONE, NULL, fake_attrs, NULL, NULL};
     char d[DSF_DETAIL] = "";
     TEST_ASSERT(dsf_contract_limits(&im, 1, d, sizeof d) == 0);
     im.geoms = big_smem;
@@ -210,12 +210,43 @@ static void test_limits(void) {
     TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 1 && strstr(d, "sm90 is not in the limits"), "%s", d);
 }
 
+// Two more functions a geometry launches: one at the geometry's threads, one at p[1] threads with p[2] bytes of smem.
+static int fake_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
+    (void)e;
+    if (max < 2) return -1;
+    out[0] = (dsf_launch){"small", 64, 0, {32, 1024, 1024, 0}};
+    out[1] = (dsf_launch){"second", g->p[1], g->p[2], {measure ? g->p[3] : 0, 4096, 1024, 0}};
+    return 2;
+}
+
+// The limits gate holds each other launch of a geometry to the targets' limits, naming the function.
+static void test_limits_launches(void) {
+    static const dsf_geom fits[] = {{"fits", 256, 0, {32, 256, 1024, 64}}};
+    static const dsf_geom wide[] = {{"wide", 256, 0, {32, 2048, 0, 32}}};
+    static const dsf_geom smem[] = {{"smem", 256, 0, {32, 256, 120 * 1024, 32}}};
+    static const dsf_geom regs[] = {{"regs", 256, 0, {32, 1024, 0, 128}}};
+    dsf_impl im = {"k", DSF_BACKEND_CUDA, run_good, fits, 1, DSF_GATE_NONE, NULL, fake_attrs, NULL, fake_launches};
+    char d[DSF_DETAIL] = "";
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 1, d, sizeof d) == 0, "%s", d);
+    im.geoms = wide;
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 6 && strstr(d, "wide second: threads 2048"), "%s", d);
+    d[0] = 0;
+    // 120 KB plus 4 KB static: over the 99 KB of sm_86, sm_89 and sm_120, within sm_80, sm_90 and sm_100.
+    im.geoms = smem;
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 3 && strstr(d, "sm_86 smem second"), "%s", d);
+    d[0] = 0;
+    im.geoms = regs;
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 0, "%s", d);
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 1, d, sizeof d) == 6 && strstr(d, "regs second: block needs"), "%s", d);
+}
+
 int main(void) {
     pool = dsf_pool_new(3);
     TEST_RUN(test_controls_red_at_their_gate);
     TEST_RUN(test_faulty_real_impl_fails_and_known_findings);
     TEST_RUN(test_summary_line_shape);
     TEST_RUN(test_limits);
+    TEST_RUN(test_limits_launches);
     dsf_pool_free(pool);
     TEST_END();
 }

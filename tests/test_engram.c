@@ -247,17 +247,16 @@ static int in_contract(const dsf_geom *g, const dsf_geom *c, int n) {
 // The engine's wkv geometry by size: accepted at real dimensions with no tokens (no GPU needed), and in the contract.
 static void test_wkv_engine_geoms(void) {
     static _Alignas(16) uint8_t buf[64];
-    const int64_t Ts[] = {1, 8, 9, 24, 25, 64, 65, 4096};
-    const int kind[] = {3, 3, 4, 4, 4, 4, 4, 4}, rows[] = {8, 8, 128, 128, 128, 128, 128, 128};
-    const int groups[] = {1, 1, 1, 1, 1, 1, 3, 3}, halves[] = {0, 0, 0, 0, 0, 0, 1, 1};
+    const char *dec = "wg_b8_w1_u1_s4", *split = "wgt_w224_x1_ws2_pw4_s4_db", *two = "wgt_w128_x2_pw4_s4_db";
+    const char *halves = "wgt_w128_x3_pw4_s4_hs";
+    const int64_t Ts[] = {1, 8, 9, 24, 25, 64, 65, 128, 129, 192, 193, 256, 4096};
+    const char *want[] = {dec, dec, split, split, split, split, two, two, halves, halves, two, two, halves};
     dsf_err e;
     int n;
     const dsf_geom *c = dsf_engram_wkv_cuda_geoms(&n);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < (int)(sizeof Ts / sizeof Ts[0]); i++) {
         const dsf_geom *g = dsf_engram_cuda_wkv_geom(Ts[i]);
-        TEST_ASSERT_MSG(g->p[0] == kind[i] && g->p[1] == rows[i] && g->p[2] == groups[i], "%lld tokens: %s",
-                        (long long)Ts[i], g->name);
-        TEST_ASSERT_MSG(g->p[0] != 4 || g->p[3] / 128 == halves[i], "%lld tokens: %s", (long long)Ts[i], g->name);
+        TEST_ASSERT_MSG(!strcmp(g->name, want[i]), "%lld tokens: %s, not %s", (long long)Ts[i], g->name, want[i]);
         int rc = dsf_engram_wkv_cuda_v(NULL, g, buf, buf, buf, buf, (uint16_t *)buf, 0, 25600, 6144, DSF_ENG_REAL, &e);
         TEST_ASSERT_MSG(rc == 0, "%s: %s", g->name, e.msg);
         TEST_ASSERT_MSG(in_contract(g, c, n), "%s is not among the contract's CUDA wkv geometries", g->name);

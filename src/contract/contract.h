@@ -83,6 +83,14 @@ typedef struct dsf_func_attrs {
     int local_bytes;
 } dsf_func_attrs;
 
+// Another function a geometry launches: its block size and dynamic shared memory, and (measured) its resources.
+typedef struct dsf_launch {
+    const char *fn;
+    int threads;
+    int dyn_smem;
+    dsf_func_attrs fa;
+} dsf_launch;
+
 // Gates a control can be planted for; DSF_GATE_LIMITS is the limits check.
 typedef enum dsf_gate {
     DSF_GATE_NONE = 0,
@@ -107,6 +115,8 @@ typedef struct dsf_impl {
     int (*attrs)(const dsf_geom *g, dsf_func_attrs *out, dsf_err *e);
     // CUDA: the one target whose instructions the code needs ("sm_90" for sm_90a code), or NULL for every target.
     const char *target;
+    // CUDA: the other functions a geometry can launch, up to max in out (fa read if measure): count, or -1; or NULL.
+    int (*launches)(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e);
 } dsf_impl;
 
 typedef struct dsf_record {

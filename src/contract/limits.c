@@ -35,6 +35,45 @@ static long block_regs(int regs, int threads) {
     return warps * per_warp;
 }
 
+// One function of geometry g (named fn) at its block size and dynamic shared memory against each target it may run on.
+static int check_fn(const dsf_impl *im, const dsf_geom *g, const char *fn, long threads, long dyn_smem,
+                    const dsf_func_attrs *fa, int measured, char *detail, size_t n) {
+    int problems = 0;
+    char who[96];
+    if (fn)
+        snprintf(who, sizeof who, "%s %s", g->name, fn);
+    else
+        snprintf(who, sizeof who, "%s", g->name);
+    if (measured && fa->max_threads_per_block < threads) {
+        add(detail, n, "%s %s: %ld threads exceed the compiled function's %ld", im->name, who, threads,
+            fa->max_threads_per_block);
+        problems++;
+    }
+    for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+        const target *tg = &targets[t];
+        if (im->target && strcmp(im->target, tg->name)) continue;
+        long smem = dyn_smem + fa->static_smem;
+        if (threads > tg->max_threads) {
+            add(detail, n, "%s %s: threads %ld over the limit %ld", tg->name, who, threads, tg->max_threads);
+            problems++;
+        }
+        if (smem > tg->smem_optin) {
+            add(detail, n, "%s %s: shared memory %ld over the limit %ld", tg->name, who, smem, tg->smem_optin);
+            problems++;
+        }
+        if (measured && fa->regs_per_thread > tg->max_regs) {
+            add(detail, n, "%s %s: registers %ld over the limit %ld", tg->name, who, fa->regs_per_thread, tg->max_regs);
+            problems++;
+        }
+        if (measured && block_regs(fa->regs_per_thread, (int)threads) > tg->regfile) {
+            add(detail, n, "%s %s: block needs %ld registers, file holds %ld", tg->name, who,
+                block_regs(fa->regs_per_thread, (int)threads), tg->regfile);
+            problems++;
+        }
+    }
+    return problems;
+}
+
 int dsf_contract_limits(const dsf_impl *im, int have_gpu, char *detail, size_t n) {
     int problems = 0;
     for (int gi = 0; gi < im->n_geoms; gi++) {
@@ -50,11 +89,6 @@ int dsf_contract_limits(const dsf_impl *im, int have_gpu, char *detail, size_t n
             add(detail, n, "%s %s: declares %ld threads per block (limit %ld)", im->name, g->name, g->threads, 1);
             problems++;
         }
-        if (measured && fa.max_threads_per_block < g->threads) {
-            add(detail, n, "%s %s: %ld threads exceed the compiled function's %ld", im->name, g->name, g->threads,
-                fa.max_threads_per_block);
-            problems++;
-        }
         int known = !im->target;
         for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++)
             known |= im->target && !strcmp(im->target, targets[t].name);
@@ -65,28 +99,17 @@ int dsf_contract_limits(const dsf_impl *im, int have_gpu, char *detail, size_t n
                          im->name, g->name, im->target);
             problems++;
         }
-        for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
-            const target *tg = &targets[t];
-            if (im->target && strcmp(im->target, tg->name)) continue;
-            long smem = (long)g->dyn_smem + fa.static_smem;
-            if (g->threads > tg->max_threads) {
-                add(detail, n, "%s %s: threads %ld over the limit %ld", tg->name, g->name, g->threads, tg->max_threads);
-                problems++;
-            }
-            if (smem > tg->smem_optin) {
-                add(detail, n, "%s %s: shared memory %ld over the limit %ld", tg->name, g->name, smem, tg->smem_optin);
-                problems++;
-            }
-            if (measured && fa.regs_per_thread > tg->max_regs) {
-                add(detail, n, "%s %s: registers %ld over the limit %ld", tg->name, g->name, fa.regs_per_thread,
-                    tg->max_regs);
-                problems++;
-            }
-            if (measured && block_regs(fa.regs_per_thread, g->threads) > tg->regfile) {
-                add(detail, n, "%s %s: block needs %ld registers, file holds %ld", tg->name, g->name,
-                    block_regs(fa.regs_per_thread, g->threads), tg->regfile);
-                problems++;
-            }
+        problems += check_fn(im, g, NULL, g->threads, g->dyn_smem, &fa, measured, detail, n);
+        if (!im->launches) continue;
+        dsf_launch more[8];
+        int k = im->launches(g, have_gpu, more, 8, &e);
+        if (k < 0) {
+            add(detail, n, "%s %s: its other launches unreadable (%ld, %ld)", im->name, g->name, 0, 0);
+            problems++;
+        }
+        for (int i = 0; i < k && i < 8; i++) {
+            const dsf_launch *l = &more[i];
+            problems += check_fn(im, g, l->fn, l->threads, l->dyn_smem, &l->fa, have_gpu, detail, n);
         }
     }
     return problems;

@@ -395,6 +395,37 @@ extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *
     return 0;
 }
 
+// The functions a geometry can launch besides the one dsf_cmp_cuda_attrs reads, each with its block and shared memory.
+extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
+    if (geom_check(g, e)) return -1;
+    int tiled = g->p[0] == 2, bm = g->p[1] ? 64 : 32, ew = g->p[2] ? g->p[2] : EW;
+    const void *main_fn = tiled ? gemm_fn(g->p[1], 1) : (const void *)cmp_fused;
+    // The tiled path's functions (any geometry's path at many rows): both K tiles of the GEMM, pooling, emission, rows.
+    const struct {
+        const char *name;
+        const void *fn;
+        int threads, smem;
+    } all[] = {{"cmp_gemm", gemm_fn(g->p[1], 1), bm, g->dyn_smem},
+               {"cmp_gemm_kt8", gemm_fn(g->p[1], 0), bm, g->dyn_smem},
+               {"cmp_pool", (const void *)cmp_pool, g->threads, 0},
+               {"cmp_emit_w", (const void *)cmp_emit_w, 32 * ew, 0},
+               {"cmp_ring_rows", (const void *)cmp_ring_rows, 256, 0},
+               {"cmp_ring_reset", (const void *)cmp_ring_reset, 256, 0}};
+    int n = 0;
+    for (int i = 0; i < (int)(sizeof all / sizeof all[0]) && n < max; i++) {
+        int seen = all[i].fn == main_fn;
+        for (int j = 0; j < i; j++) seen |= all[j].fn == all[i].fn;
+        if (seen) continue;
+        dsf_launch *l = &out[n++];
+        *l = (dsf_launch){all[i].name, all[i].threads, all[i].smem, {0, 0, 0, 0}};
+        if (!measure) continue;
+        cudaFuncAttributes a;
+        DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, all[i].fn));
+        l->fa = (dsf_func_attrs){a.numRegs, (int)a.sharedSizeBytes, a.maxThreadsPerBlock, (int)a.localSizeBytes};
+    }
+    return n;
+}
+
 // Contract-only state: device copies of the batch arrays and a scratch, grown as cases need (one call at a time).
 static void *meta_dev, *scratch_dev;
 static size_t meta_cap, scratch_cap;

@@ -25,6 +25,7 @@ int dsf_cmp_contract_cuda(void *stream, const dsf_geom *g, const dsf_cmp_layer *
 // Benchmark probe: blocks x 256 threads x iters x 8 fp32 FMAs.
 int dsf_cmp_cuda_fma_probe(void *stream, int blocks, int iters, float *out, dsf_err *e);
 int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e);
+int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e);
 
 // float64 reference of one segment x [len, D]: ring [cap, 2C] updated in place, entries kv/ik at slot j - floor(p0/r).
 void dsf_cmp_ref_segment(const dsf_cmp_layer *L, const uint16_t *x, int64_t len, int64_t p0, double *ring,

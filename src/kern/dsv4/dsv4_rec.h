@@ -45,28 +45,28 @@ int64_t dsv4_cnt_nk(const dsf_case *c);
 int64_t dsv4_cnt_one(const dsf_case *c);
 
 // Five implementations of a record: the real kernel on CPU and one control per gate, all over `geoms`.
-#define DSV4_IMPLS(tag, geoms, what, w1, w2, w3, w4)                                       \
-    static int tag##_real(const dsf_call *c, dsf_err *e) {                                 \
-        return tag##_go(c, DSV4_REAL, e);                                                  \
-    }                                                                                      \
-    static int tag##_c1(const dsf_call *c, dsf_err *e) {                                   \
-        return tag##_go(c, DSV4_G1, e);                                                    \
-    }                                                                                      \
-    static int tag##_c2(const dsf_call *c, dsf_err *e) {                                   \
-        return tag##_go(c, DSV4_G2, e);                                                    \
-    }                                                                                      \
-    static int tag##_c3(const dsf_call *c, dsf_err *e) {                                   \
-        return tag##_go(c, DSV4_G3, e);                                                    \
-    }                                                                                      \
-    static int tag##_c4(const dsf_call *c, dsf_err *e) {                                   \
-        return tag##_go(c, DSV4_G4, e);                                                    \
-    }                                                                                      \
-    static const dsf_impl tag##_impls[] = {                                                \
-        {"cpu", DSF_BACKEND_CPU, tag##_real, geoms, 4, DSF_GATE_NONE, what, NULL, NULL},        \
-        {"cpu_ctl_coverage", DSF_BACKEND_CPU, tag##_c1, geoms, 4, DSF_GATE_1, w1, NULL, NULL},  \
-        {"cpu_ctl_geom_order", DSF_BACKEND_CPU, tag##_c2, geoms, 4, DSF_GATE_2, w2, NULL, NULL},\
-        {"cpu_ctl_math", DSF_BACKEND_CPU, tag##_c3, geoms, 4, DSF_GATE_3, w3, NULL, NULL},      \
-        {"cpu_ctl_row_split", DSF_BACKEND_CPU, tag##_c4, geoms, 4, DSF_GATE_4, w4, NULL, NULL}, \
+#define DSV4_IMPLS(tag, geoms, what, w1, w2, w3, w4)                                                   \
+    static int tag##_real(const dsf_call *c, dsf_err *e) {                                             \
+        return tag##_go(c, DSV4_REAL, e);                                                              \
+    }                                                                                                  \
+    static int tag##_c1(const dsf_call *c, dsf_err *e) {                                               \
+        return tag##_go(c, DSV4_G1, e);                                                                \
+    }                                                                                                  \
+    static int tag##_c2(const dsf_call *c, dsf_err *e) {                                               \
+        return tag##_go(c, DSV4_G2, e);                                                                \
+    }                                                                                                  \
+    static int tag##_c3(const dsf_call *c, dsf_err *e) {                                               \
+        return tag##_go(c, DSV4_G3, e);                                                                \
+    }                                                                                                  \
+    static int tag##_c4(const dsf_call *c, dsf_err *e) {                                               \
+        return tag##_go(c, DSV4_G4, e);                                                                \
+    }                                                                                                  \
+    static const dsf_impl tag##_impls[] = {                                                            \
+        {"cpu", DSF_BACKEND_CPU, tag##_real, geoms, 4, DSF_GATE_NONE, what, NULL, NULL, NULL},         \
+        {"cpu_ctl_coverage", DSF_BACKEND_CPU, tag##_c1, geoms, 4, DSF_GATE_1, w1, NULL, NULL, NULL},   \
+        {"cpu_ctl_geom_order", DSF_BACKEND_CPU, tag##_c2, geoms, 4, DSF_GATE_2, w2, NULL, NULL, NULL}, \
+        {"cpu_ctl_math", DSF_BACKEND_CPU, tag##_c3, geoms, 4, DSF_GATE_3, w3, NULL, NULL, NULL},       \
+        {"cpu_ctl_row_split", DSF_BACKEND_CPU, tag##_c4, geoms, 4, DSF_GATE_4, w4, NULL, NULL, NULL},  \
     }
 
 #endif

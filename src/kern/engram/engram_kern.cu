@@ -248,14 +248,15 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
 
 // The engine's geometries: the public roles (engram_kern.h) first, then wkv up to 64 tokens and the staged gate.
 static const int ROLE_WKV_64 = DSF_ENG_ROLE_GATE_WARP + 1, ROLE_GATE_STAGED = ROLE_WKV_64 + 1,
-                 ROLES = ROLE_GATE_STAGED + 1;
+                 ROLE_WKV_TWO = ROLE_GATE_STAGED + 1, ROLES = ROLE_WKV_TWO + 1;
 static const dsf_geom engine_geoms[ROLES] = {
-    {"t256_w64", 256, 0, {64, 0, 0, 0}},                         // DSF_ENG_ROLE_EMBED_QUANT
-    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},               // DSF_ENG_ROLE_WKV_DECODE: up to 8 tokens
-    {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},    // DSF_ENG_ROLE_WKV_PREFILL: more than 64
-    {"t256_w64", 256, 0, {64, 0, 0, 0}},                         // DSF_ENG_ROLE_GATE_WARP
-    {"wgt_w128_x1_pw4_s4_db", 256, 103680, {4, 128, 1, 36}},     // ROLE_WKV_64: 9 to 64 tokens
-    {"st_t512_w8", 512, 40960, {8, 1}},                          // ROLE_GATE_STAGED
+    {"t256_w64", 256, 0, {64, 0, 0, 0}},                          // DSF_ENG_ROLE_EMBED_QUANT
+    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},                // DSF_ENG_ROLE_WKV_DECODE: up to 8 tokens
+    {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},     // DSF_ENG_ROLE_WKV_PREFILL: tiles of 192 tokens
+    {"t256_w64", 256, 0, {64, 0, 0, 0}},                          // DSF_ENG_ROLE_GATE_WARP
+    {"wgt_w224_x1_ws2_pw4_s4_db", 384, 153024, {4, 224, 1, 100}}, // ROLE_WKV_64: 9 to 64 tokens
+    {"st_t512_w8", 512, 40960, {8, 1}},                           // ROLE_GATE_STAGED
+    {"wgt_w128_x2_pw4_s4_db", 384, 140544, {4, 128, 2, 36}},      // ROLE_WKV_TWO: tiles of 128 tokens
 };
 
 extern "C" const dsf_geom *dsf_engram_cuda_geom(int which) {
@@ -267,5 +268,7 @@ extern "C" const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T) {
 }
 
 extern "C" const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T) {
-    return &engine_geoms[T <= 8 ? DSF_ENG_ROLE_WKV_DECODE : T <= 64 ? ROLE_WKV_64 : DSF_ENG_ROLE_WKV_PREFILL];
+    if (T <= 64) return &engine_geoms[T <= 8 ? DSF_ENG_ROLE_WKV_DECODE : ROLE_WKV_64];
+    // A tile of 128 tokens (two warpgroups) takes about 10/13 of the time of one of 192 (three, halves): perf.md.
+    return &engine_geoms[10 * ((T + 127) / 128) < 13 * ((T + 191) / 192) ? ROLE_WKV_TWO : DSF_ENG_ROLE_WKV_PREFILL];
 }

@@ -16,9 +16,9 @@
     }
 
 #define DSF_ENG_IMPL(name, backend, run, geoms, gate, what, attrs) \
-    { name, backend, run, geoms, DSF_ENG_LEN(geoms), gate, what, attrs, NULL }
+    { name, backend, run, geoms, DSF_ENG_LEN(geoms), gate, what, attrs, NULL, NULL }
 // An implementation whose code exists for one CUDA target only (sm_90a instructions: "sm_90").
 #define DSF_ENG_IMPL_ON(name, run, geoms, gate, what, attrs, target) \
-    { name, DSF_BACKEND_CUDA, run, geoms, DSF_ENG_LEN(geoms), gate, what, attrs, target }
+    { name, DSF_BACKEND_CUDA, run, geoms, DSF_ENG_LEN(geoms), gate, what, attrs, target, NULL }
 
 #endif

@@ -44,7 +44,7 @@
 #define DSF_FMT_BATCH_WHAT "calls of more than 64 rows (no suite case has more) take a path that "
 
 #define DSF_FMT_IMPL(name, backend, run, geoms, gate, what, attrs) \
-    { name, backend, run, geoms, DSF_FMT_LEN(geoms), gate, what, attrs, NULL }
+    { name, backend, run, geoms, DSF_FMT_LEN(geoms), gate, what, attrs, NULL, NULL }
 
 // The CPU entries: the kernel, then controls for gates 1 to 4 with what each plants.
 #define DSF_FMT_CPU_IMPLS(tag, geoms, what, skip, geom, wrong, batch)                                                \
