@@ -71,7 +71,33 @@ static void test_controls_differ(void) {
     TEST_ASSERT(dsf_cmp_ring_cap(1, 0, 6) == 0);
 }
 
+#ifdef DSF_HAVE_CUDA
+// The functions the contract's limits gate reads beside a CUDA geometry's main one, without a device (measure 0).
+static void test_cuda_launches(void) {
+    const dsf_geom tiled = {"tiled128_t256_e8", 256, 0, {2, 1, 8}}, fused = {"fused_t128", 128, 0, {1, 0, 0}};
+    const dsf_geom bad = {"bad_t48", 48, 0, {1, 0, 0}};
+    dsf_launch l[8];
+    dsf_err e;
+    // Tiled, 64x64 tiles: the K-tile-16 GEMM is the main function, so its K-tile-8 sibling comes first.
+    int n = dsf_cmp_cuda_launches(&tiled, 0, l, 8, &e);
+    TEST_ASSERT_MSG(n == 5, "%d: %s", n, n < 0 ? e.msg : "");
+    TEST_ASSERT(!strcmp(l[0].fn, "cmp_gemm_kt8") && l[0].threads == 64 && !strcmp(l[1].fn, "cmp_pool"));
+    TEST_ASSERT(l[1].threads == 256 && !strcmp(l[2].fn, "cmp_emit_w") && l[2].threads == 256);
+    TEST_ASSERT(l[2].fa.regs_per_thread == 0 && l[2].fa.max_threads_per_block == 0);
+    // Fused, 32x64 tiles: one GEMM for both K tiles (listed once), the emitter at its largest block of 8 warps.
+    n = dsf_cmp_cuda_launches(&fused, 0, l, 8, &e);
+    TEST_ASSERT_MSG(n == 5 && !strcmp(l[0].fn, "cmp_gemm") && l[0].threads == 32, "%d", n);
+    TEST_ASSERT(!strcmp(l[1].fn, "cmp_pool") && l[1].threads == 128 && l[2].threads == 256);
+    TEST_ASSERT(!strcmp(l[3].fn, "cmp_ring_rows") && !strcmp(l[4].fn, "cmp_ring_reset"));
+    TEST_ASSERT(dsf_cmp_cuda_launches(&fused, 0, l, 3, &e) == -1 && strstr(e.msg, "fused_t128"));
+    TEST_ASSERT(dsf_cmp_cuda_launches(&bad, 0, l, 8, &e) == -1 && strstr(e.msg, "bad_t48"));
+}
+#endif
+
 int main(void) {
+#ifdef DSF_HAVE_CUDA
+    TEST_RUN(test_cuda_launches);
+#endif
     TEST_RUN(test_controls_differ);
     TEST_RUN(test_ref_small);
     TEST_RUN(test_ref_real);

@@ -210,10 +210,9 @@ static void test_limits(void) {
     TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 1 && strstr(d, "sm90 is not in the limits"), "%s", d);
 }
 
-// Two more functions a geometry launches: one at the geometry's threads, one at p[1] threads with p[2] bytes of smem.
+// Two more launched functions: one of 64 threads, one of p[1] threads and p[2] bytes of smem; p[1] < 0 fails.
 static int fake_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
-    (void)e;
-    if (max < 2) return -1;
+    if (max < 2 || g->p[1] < 0) return dsf_fail(e, "fake launches of %s", g->name);
     out[0] = (dsf_launch){"small", 64, 0, {32, 1024, 1024, 0}};
     out[1] = (dsf_launch){"second", g->p[1], g->p[2], {measure ? g->p[3] : 0, 4096, 1024, 0}};
     return 2;
@@ -238,6 +237,11 @@ static void test_limits_launches(void) {
     im.geoms = regs;
     TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 0, "%s", d);
     TEST_ASSERT_MSG(dsf_contract_limits(&im, 1, d, sizeof d) == 6 && strstr(d, "regs second: block needs"), "%s", d);
+    d[0] = 0;
+    static const dsf_geom broken[] = {{"broken", 256, 0, {32, -1, 0, 32}}};
+    im.geoms = broken;
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 1 && strstr(d, "unreadable: fake launches of broken"),
+                    "%s", d);
 }
 
 int main(void) {

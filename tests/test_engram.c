@@ -226,10 +226,14 @@ static void test_wkv_geometry_refusals(void) {
     const dsf_geom odd = {"wgt_t296", 296, 200000, {4, 128, 2, 4}};
     const dsf_geom flag = {"wgt_parts8", 512, 200000, {4, 128, 3, 388}};
     const dsf_geom hs_db = {"wgt_hs_db", 512, 200000, {4, 128, 3, 164}};
+    const dsf_geom hs_ws = {"wgt_hs_ws", 384, 200000, {4, 128, 1, 196}};
+    const dsf_geom neg = {"wgt_neg", 512, 200000, {4, 128, 3, -124}};
     const dsf_geom tiny = {"wgt_small", 288, 4096, {4, 128, 2, 4}};
     wkv_refuses(&odd, 32, "wgt_t296", "no such kernel variant");
     wkv_refuses(&flag, 32, "wgt_parts8", "no such kernel variant");
     wkv_refuses(&hs_db, 32, "wgt_hs_db", "no such kernel variant");
+    wkv_refuses(&hs_ws, 32, "wgt_hs_ws", "no such kernel variant");
+    wkv_refuses(&neg, 32, "wgt_neg", "no such kernel variant");
     // Four stages of 256 rows of 128 bytes, 4 x 128 token and 4 x 4 weight scale floats, and the alignment.
     wkv_refuses(&tiny, 32, "wgt_small", "140544");
     wkv_refuses(dsf_engram_cuda_geom(DSF_ENG_ROLE_WKV_DECODE), 48, "multiples of 32", NULL);

@@ -104,7 +104,10 @@ int dsf_contract_limits(const dsf_impl *im, int have_gpu, char *detail, size_t n
         dsf_launch more[8];
         int k = im->launches(g, have_gpu, more, 8, &e);
         if (k < 0) {
-            add(detail, n, "%s %s: its other launches unreadable (%ld, %ld)", im->name, g->name, 0, 0);
+            size_t len = strlen(detail);
+            if (len + 2 < n)
+                snprintf(detail + len, n - len, "%s%s %s: its other launches unreadable: %s", len ? "; " : "",
+                         im->name, g->name, e.msg);
             problems++;
         }
         for (int i = 0; i < k && i < 8; i++) {

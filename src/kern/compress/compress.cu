@@ -399,8 +399,9 @@ extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *
 extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
     if (geom_check(g, e)) return -1;
     int tiled = g->p[0] == 2, bm = g->p[1] ? 64 : 32, ew = g->p[2] ? g->p[2] : EW;
+    // The main function (dsf_cmp_cuda_attrs) is checked at g->threads, at least the tiled GEMM's bm: not listed again.
     const void *main_fn = tiled ? gemm_fn(g->p[1], 1) : (const void *)cmp_fused;
-    // The tiled path's functions (any geometry's path at many rows): both K tiles of the GEMM, pooling, emission, rows.
+    // The tiled path's (any geometry's at many rows): both GEMM K tiles, pooling, emission, rows; the ring reset.
     const struct {
         const char *name;
         const void *fn;
@@ -412,10 +413,11 @@ extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch 
                {"cmp_ring_rows", (const void *)cmp_ring_rows, 256, 0},
                {"cmp_ring_reset", (const void *)cmp_ring_reset, 256, 0}};
     int n = 0;
-    for (int i = 0; i < (int)(sizeof all / sizeof all[0]) && n < max; i++) {
+    for (int i = 0; i < (int)(sizeof all / sizeof all[0]); i++) {
         int seen = all[i].fn == main_fn;
         for (int j = 0; j < i; j++) seen |= all[j].fn == all[i].fn;
         if (seen) continue;
+        if (n == max) return dsf_fail(e, "compressor: more than %d launched functions for geometry %s", max, g->name);
         dsf_launch *l = &out[n++];
         *l = (dsf_launch){all[i].name, all[i].threads, all[i].smem, {0, 0, 0, 0}};
         if (!measure) continue;

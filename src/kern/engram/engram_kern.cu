@@ -246,7 +246,7 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
     return 0;
 }
 
-// The engine's geometries: the public roles (engram_kern.h) first, then wkv up to 64 tokens and the staged gate.
+// The engine's geometries: the public roles (engram_kern.h), then wkv at 9-64 tokens, the staged gate, wkv by 128.
 static const int ROLE_WKV_64 = DSF_ENG_ROLE_GATE_WARP + 1, ROLE_GATE_STAGED = ROLE_WKV_64 + 1,
                  ROLE_WKV_TWO = ROLE_GATE_STAGED + 1, ROLES = ROLE_WKV_TWO + 1;
 static const dsf_geom engine_geoms[ROLES] = {
@@ -269,6 +269,6 @@ extern "C" const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T) {
 
 extern "C" const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T) {
     if (T <= 64) return &engine_geoms[T <= 8 ? DSF_ENG_ROLE_WKV_DECODE : ROLE_WKV_64];
-    // A tile of 128 tokens (two warpgroups) takes about 10/13 of the time of one of 192 (three, halves): perf.md.
+    // Tiles of 128 tokens (two warpgroups) against tiles of 192 (three, halves) at per-tile costs 10 : 13 (perf.md).
     return &engine_geoms[10 * ((T + 127) / 128) < 13 * ((T + 191) / 192) ? ROLE_WKV_TWO : DSF_ENG_ROLE_WKV_PREFILL];
 }

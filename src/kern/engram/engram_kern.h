@@ -45,7 +45,7 @@ const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n);
 const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T);
 // Every CUDA gate geometry, the list the contract checks; *n gets its length.
 const dsf_geom *dsf_engram_gate_cuda_geoms(int *n);
-// The engine's wkv geometry for T tokens: weights as A up to 8, one token warpgroup up to 64, else three.
+// The engine's wkv geometry for T tokens: weights as A up to 8, a weight split up to 64, else two or three warpgroups.
 const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T);
 
 #ifdef __cplusplus

@@ -9,38 +9,26 @@ __host__ __device__ constexpr int wgt_groups(int bw) { return bw % 32 ? (bw + 55
 __host__ __device__ constexpr int wgt_tile_bytes(int tb, int bw) { return (tb + bw) * ENG_ATOM; }
 __host__ __device__ constexpr int wgt_scale_bytes(int tb, int bw) { return 16 * tb + 16 * wgt_groups(bw); }
 
-// A consumer warpgroup's share: 64 tokens (group wg) by W rows from row OFF of BW; the block starts PH into a group.
-template <int BW, int NWG, int DB, int W, int OFF, int PH>
-__device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full, uint64_t *empty, int stages, int KB,
-                                            int KT, int wg, int64_t t0, int64_t n0, uint16_t *y, int64_t T, int64_t N,
-                                            int split, int fault) {
-    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = wgt_groups(BW), SO = OFF + PH };
-    // This warpgroup's weight groups: G0 = SO / 32 to G0 + NG - 1; chunk i of 8 rows falls in group (SO + 8i) / 32.
-    enum { SCB = wgt_scale_bytes(TB, BW), R = W / 2, G0 = SO / 32, NG = (SO + W - 1) / 32 - SO / 32 + 1 };
-    enum { VEC = RB % 4 == 0 && G0 % 4 == 0 && NG % 4 == 0 ? 4 : RB % 2 == 0 && G0 % 2 == 0 && NG % 2 == 0 ? 2 : 1 };
-    const uint8_t *scl = base + (size_t)stages * STAGE;
-    int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-    // This thread's tokens: rows g and g + 8 of its warp's 16; its weights: OFF + 8j + 2q and OFF + 8j + 2q + 1.
-    int tok = wg * 64 + warp * 16 + g;
-    float acc[R], d[DB ? 2 : 1][R];
-#pragma unroll
-    for (int i = 0; i < R; i++) {
-        acc[i] = 0.0f;
-#pragma unroll
-        for (int b = 0; b <= DB; b++) d[b][i] = 0.0f;
+// A consumer's place in the ring: the slot's tiles (st) and scales (sc) and the slot's parity.
+template <int STAGE, int SCB> struct wgt_ring {
+    const uint8_t *base, *scl, *st, *sc;
+    int slot, phase;
+    __device__ __forceinline__ wgt_ring(const uint8_t *b, int stages)
+        : base(b), scl(b + (size_t)stages * STAGE), st(b), sc(b + (size_t)stages * STAGE), slot(0), phase(0) {}
+    // To the next slot, whose stage is then waited for when there is one (kt + 1 < KT).
+    __device__ __forceinline__ void advance(uint64_t *full, int stages, int kt, int KT) {
+        if (++slot == stages) slot = 0, phase ^= 1;
+        st = base + (size_t)slot * STAGE, sc = scl + (size_t)slot * SCB;
+        if (kt + 1 < KT) eng_mbar_sleep(&full[slot], phase);
     }
-    int split_kt = split ? KT / 2 : -1, slot = 0, phase = 0;
-    const uint8_t *st = base, *sc = scl;
-    // Block j (of 4) of the current stage into dd, as one commit group.
-    auto issue = [&](int j, float(&dd)[R]) {
-        eng_wg_fence();
-        eng_wgmma(dd, eng_desc(st + wg * 64 * ENG_ATOM) + 2 * j, eng_desc(st + SA + OFF * ENG_ATOM) + 2 * j);
-        eng_wg_commit();
-    };
-    // Block j's scales for this thread's tokens (rows) and weight groups (fetch), then their products sa * sw (mult).
+};
+
+// A thread's scales of block j: its tokens' (rows g and g + 8 of its 16) and weight groups G0 on; then sa * sw.
+template <int TB, int RB, int G0, int NG> struct wgt_scales {
+    enum { VEC = RB % 4 == 0 && G0 % 4 == 0 && NG % 4 == 0 ? 4 : RB % 2 == 0 && G0 % 2 == 0 && NG % 2 == 0 ? 2 : 1 };
     float2 sa;
     float sw[NG];
-    auto fetch = [&](int j) {
+    __device__ __forceinline__ void fetch(const uint8_t *sc, int j, int tok, int g) {
         sa = *(const float2 *)((const float *)sc + j * TB + (tok & ~15) + 2 * g);
         const float *w = (const float *)(sc + 16 * TB) + j * RB + G0;
 #pragma unroll
@@ -54,11 +42,60 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
             } else {
                 sw[b] = w[b];
             }
-    };
-    auto mult = [&](float(&s)[NG][2]) {
+    }
+    __device__ __forceinline__ void mult(float (&s)[NG][2]) const {
 #pragma unroll
         for (int b = 0; b < NG; b++) s[b][0] = __fmul_rn(sa.x, sw[b]), s[b][1] = __fmul_rn(sa.y, sw[b]);
+    }
+};
+
+// The controls' split: the first KT / 2 stages end as a bf16 partial (once a stage, not in the unrolled blocks).
+template <int R> __device__ __forceinline__ void wgt_split(float (&acc)[R], int kt, int split_kt) {
+    if (kt == split_kt)
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
+}
+
+// A thread's totals: n8 tile i at weight rows n + 8i + 2q and + 1, tokens t and t + 8.
+template <int R>
+__device__ __forceinline__ void wgt_store(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n, int q,
+                                          const float (&acc)[R], int fault) {
+#pragma unroll
+    for (int i = 0; i < R / 4; i++) {
+        eng_store2(y, T, N, t, n + 8 * i + 2 * q, acc[4 * i], acc[4 * i + 1], fault);
+        eng_store2(y, T, N, t + 8, n + 8 * i + 2 * q, acc[4 * i + 2], acc[4 * i + 3], fault);
+    }
+}
+
+// A consumer warpgroup's share: 64 tokens (group wg) by W rows from row OFF of BW; the block starts PH into a group.
+template <int BW, int NWG, int DB, int W, int OFF, int PH>
+__device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full, uint64_t *empty, int stages, int KB,
+                                            int KT, int wg, int64_t t0, int64_t n0, uint16_t *y, int64_t T, int64_t N,
+                                            int split, int fault) {
+    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = wgt_groups(BW), SO = OFF + PH };
+    // This warpgroup's weight groups: G0 = SO / 32 to G0 + NG - 1; chunk i of 8 rows falls in group (SO + 8i) / 32.
+    enum { SCB = wgt_scale_bytes(TB, BW), R = W / 2, G0 = SO / 32, NG = (SO + W - 1) / 32 - SO / 32 + 1 };
+    int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    // This thread's tokens: rows g and g + 8 of its warp's 16; its weights: OFF + 8j + 2q and OFF + 8j + 2q + 1.
+    int tok = wg * 64 + warp * 16 + g;
+    float acc[R], d[DB ? 2 : 1][R];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        acc[i] = 0.0f;
+#pragma unroll
+        for (int b = 0; b <= DB; b++) d[b][i] = 0.0f;
+    }
+    int split_kt = split ? KT / 2 : -1;
+    wgt_ring<STAGE, SCB> ring(base, stages);
+    // Block j (of 4) of the current stage into dd, as one commit group.
+    auto issue = [&](int j, float(&dd)[R]) {
+        eng_wg_fence();
+        eng_wgmma(dd, eng_desc(ring.st + wg * 64 * ENG_ATOM) + 2 * j, eng_desc(ring.st + SA + OFF * ENG_ATOM) + 2 * j);
+        eng_wg_commit();
     };
+    wgt_scales<TB, RB, G0, NG> sv;
+    auto fetch = [&](int j) { sv.fetch(ring.sc, j, tok, g); };
+    auto mult = [&](float(&s)[NG][2]) { sv.mult(s); };
     // acc = fma(d, sa * sw, acc); the scale of (token, weight) is the same product as in the weights-as-A kernel.
     auto promote = [&](float(&dd)[R], const float(&s)[NG][2]) {
         eng_wg_hold(dd);
@@ -71,22 +108,12 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
             acc[4 * i + 3] = __fmaf_rn(dd[4 * i + 3], s[b][1], acc[4 * i + 3]);
         }
     };
-    // The controls' split: the first KT / 2 stages end as a bf16 partial (once a stage, not in the unrolled blocks).
-    auto split_at = [&](int kt) {
-        if (kt == split_kt)
-#pragma unroll
-            for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
-    };
-    // To the next slot, whose stage is then waited for when there is one (kt + 1 < KT).
-    auto advance = [&](int kt) {
-        if (++slot == stages) slot = 0, phase ^= 1;
-        st = base + (size_t)slot * STAGE, sc = scl + (size_t)slot * SCB;
-        if (kt + 1 < KT) eng_mbar_sleep(&full[slot], phase);
-    };
+    auto split_at = [&](int kt) { wgt_split(acc, kt, split_kt); };
+    auto advance = [&](int kt) { ring.advance(full, stages, kt, KT); };
     eng_mbar_sleep(&full[0], 0);
     int kt = 0, nfull = DB ? KB / 4 : 0;
     float s[NG][2];
-    // Block j + 1's scales are read before block j's wait (AHEAD); with a start inside a scale group that was slower.
+    // Block j + 1's scales are read before block j's wait (AHEAD) where the block's scale groups are whole (perf.md).
     enum { AHEAD = BW % 32 == 0 };
     if (nfull && AHEAD) fetch(0);
     // Two accumulator sets: block j's product runs while block j - 1 is promoted; none crosses the back edge.
@@ -115,7 +142,7 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
         mult(s);
         eng_wg_wait<0>();
         // Every consumer thread hands the slot back once its products are done (its scales are in registers by now).
-        eng_mbar_arrive(&empty[slot]);
+        eng_mbar_arrive(&empty[ring.slot]);
         advance(kt);
         if (AHEAD && kt + 1 < nfull) fetch(0);
         promote(d[DB], s);
@@ -131,16 +158,10 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
             eng_wg_wait<0>();
             promote(d[0], s);
         }
-        eng_mbar_arrive(&empty[slot]);
+        eng_mbar_arrive(&empty[ring.slot]);
         advance(kt);
     }
-    int64_t t = t0 + tok;
-#pragma unroll
-    for (int i = 0; i < R / 4; i++) {
-        int64_t n = n0 + OFF + 8 * i + 2 * q;
-        eng_store2(y, T, N, t, n, acc[4 * i], acc[4 * i + 1], fault);
-        eng_store2(y, T, N, t + 8, n, acc[4 * i + 2], acc[4 * i + 3], fault);
-    }
+    wgt_store(y, T, N, t0 + tok, n0 + OFF, q, acc, fault);
 }
 
 // Parts: the W rows as P wgmmas of W / P; two parts are in flight, one promoted while the next runs.
@@ -151,7 +172,6 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
     enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = wgt_groups(BW), NG = W / 32 };
     enum { SCB = wgt_scale_bytes(TB, BW), R = W / 2, H = R / P, U = 4 * P };
     static_assert(BW % 32 == 0 && W % (8 * P) == 0 && NG % 4 == 0, "parts of whole n8 tiles, whole scale groups");
-    const uint8_t *scl = base + (size_t)stages * STAGE;
     int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
     int tok = wg * 64 + warp * 16 + g;
     float acc[R], d[2][H];
@@ -159,31 +179,19 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
     for (int i = 0; i < R; i++) acc[i] = 0.0f;
 #pragma unroll
     for (int i = 0; i < H; i++) d[0][i] = 0.0f, d[1][i] = 0.0f;
-    int split_kt = split ? KT / 2 : -1, slot = 0, phase = 0;
-    const uint8_t *st = base, *sc = scl;
+    int split_kt = split ? KT / 2 : -1;
+    wgt_ring<STAGE, SCB> ring(base, stages);
     // Unit u of the stage: block u / P, part u % P (rows (u % P) W / P on), into d[u % 2], as one commit group.
     auto issue = [&](int u) {
         eng_wg_fence();
-        eng_wgmma(d[u % 2], eng_desc(st + wg * 64 * ENG_ATOM) + 2 * (u / P),
-                  eng_desc(st + SA + (u % P) * (W / P) * ENG_ATOM) + 2 * (u / P));
+        eng_wgmma(d[u % 2], eng_desc(ring.st + wg * 64 * ENG_ATOM) + 2 * (u / P),
+                  eng_desc(ring.st + SA + (u % P) * (W / P) * ENG_ATOM) + 2 * (u / P));
         eng_wg_commit();
     };
     // Block j's scales: read one part ahead of their use (fetch), multiplied when block j starts (mult).
-    float2 sa;
-    float sw[NG];
-    auto fetch = [&](int j) {
-        sa = *(const float2 *)((const float *)sc + j * TB + (tok & ~15) + 2 * g);
-        const float *w = (const float *)(sc + 16 * TB) + j * RB;
-#pragma unroll
-        for (int b = 0; b < NG; b += 4) {
-            float4 v = *(const float4 *)(w + b);
-            sw[b] = v.x, sw[b + 1] = v.y, sw[b + 2] = v.z, sw[b + 3] = v.w;
-        }
-    };
-    auto mult = [&](float(&s)[NG][2]) {
-#pragma unroll
-        for (int b = 0; b < NG; b++) s[b][0] = __fmul_rn(sa.x, sw[b]), s[b][1] = __fmul_rn(sa.y, sw[b]);
-    };
+    wgt_scales<TB, RB, 0, NG> sv;
+    auto fetch = [&](int j) { sv.fetch(ring.sc, j, tok, g); };
+    auto mult = [&](float(&s)[NG][2]) { sv.mult(s); };
     // Unit u's products into acc (part h's n8 tiles are the accumulator's tiles h H / 4 on).
     auto promote = [&](int u, const float(&s)[NG][2]) {
         int h = u % P;
@@ -197,16 +205,8 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
             acc[a + 3] = __fmaf_rn(d[u % 2][4 * i + 3], s[b][1], acc[a + 3]);
         }
     };
-    auto advance = [&](int kt) {
-        if (++slot == stages) slot = 0, phase ^= 1;
-        st = base + (size_t)slot * STAGE, sc = scl + (size_t)slot * SCB;
-        if (kt + 1 < KT) eng_mbar_sleep(&full[slot], phase);
-    };
-    auto split_at = [&](int kt) {
-        if (kt == split_kt)
-#pragma unroll
-            for (int i = 0; i < R; i++) acc[i] = dsf_bf16_round(acc[i]);
-    };
+    auto advance = [&](int kt) { ring.advance(full, stages, kt, KT); };
+    auto split_at = [&](int kt) { wgt_split(acc, kt, split_kt); };
     eng_mbar_sleep(&full[0], 0);
     float s[NG][2];
     int kt = 0;
@@ -225,7 +225,7 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
         }
         eng_wg_wait<0>();
         // The slot's last products are in registers: hand it back before promoting them.
-        eng_mbar_arrive(&empty[slot]);
+        eng_mbar_arrive(&empty[ring.slot]);
         advance(kt);
         if (kt + 1 < KT) fetch(0);
         promote(U - 1, s);
@@ -242,16 +242,10 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
                 promote(j * P + h, s);
             }
         }
-        eng_mbar_arrive(&empty[slot]);
+        eng_mbar_arrive(&empty[ring.slot]);
         advance(kt);
     }
-    int64_t t = t0 + tok;
-#pragma unroll
-    for (int i = 0; i < R / 4; i++) {
-        int64_t n = n0 + 8 * i + 2 * q;
-        eng_store2(y, T, N, t, n, acc[4 * i], acc[4 * i + 1], fault);
-        eng_store2(y, T, N, t + 8, n, acc[4 * i + 2], acc[4 * i + 3], fault);
-    }
+    wgt_store(y, T, N, t0 + tok, n0, q, acc, fault);
 }
 
 // The one-token-group consumer for a block starting ph rows into its scale group: ph PH, PH + 8, ... 24, else 0.
@@ -372,10 +366,10 @@ typedef void (*wgt_fn)(const CUtensorMap, const CUtensorMap, const uint8_t *, co
 
 // Geometry {4, rows BW, NWG warpgroups, 128 halves + 64 (WS - 1) + 32 db + stages}; threads 128 NWG WS + 32 PW.
 static wgt_fn wgt_pick(const dsf_geom *g) {
-    int bw = g->p[1], nwg = g->p[2], ws = g->p[3] / 64 % 2 + 1, db = g->p[3] / 32 % 2, parts = 1 << g->p[3] / 128;
+    if (g->p[3] < 0 || g->p[3] >= 256) return NULL;
+    int bw = g->p[1], nwg = g->p[2], ws = g->p[3] / 64 % 2 + 1, db = g->p[3] / 32 % 2, parts = g->p[3] / 128 + 1;
     int pw = (g->threads - 128 * nwg * ws) / 32;
-    if (g->threads != 128 * nwg * ws + 32 * pw || pw < 1 || g->p[3] >= 384 || (parts > 1 && (db || ws > 1)))
-        return NULL;
+    if (g->threads != 128 * nwg * ws + 32 * pw || pw < 1 || (parts > 1 && (db || ws > 1))) return NULL;
     if (parts == 2 && bw == 128 && nwg == 3 && pw == 4) return eng_wkv_wgt<128, 3, 4, 0, 1, 2>;
     if (parts > 1) return NULL;
     if (bw == 128 && nwg == 1 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 1, 1, 0, 1>;
