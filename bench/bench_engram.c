@@ -196,9 +196,12 @@ static void bench_gpu(int only_T, const char *only_geom) {
         printf("BENCH wkv_t%d_best %s\nBENCH wkv_t%d_us %.2f\nBENCH wkv_t%d_GBps %.1f\nBENCH wkv_t%d_TFLOPs %.1f\n", T,
                bname, T, best * 1e6, T, bytes / best / 1e9, T, flops / best / 1e12);
         printf("BENCH wkv_t%d_alone_us %.2f\n", T, time_run(&G, 0, bg, T, 1) * 1e6);
-        double tl = time_run(&G, 1, bg, T, 0);
+        // The layer as the engine runs it: its own wkv geometry for T tokens, not this run's fastest.
+        const dsf_geom *eg = dsf_engram_cuda_wkv_geom(T);
+        double tl = time_run(&G, 1, eg, T, 0);
         double lbytes = bytes + (double)T * K * 1.03 * 2 + (double)T * HC * D * 4 + (double)T * N * 2;
         printf("BENCH layer_t%d_us %.2f\nBENCH layer_t%d_GBps %.1f\n", T, tl * 1e6, T, lbytes / tl / 1e9);
+        printf("BENCH layer_t%d_wkv_geom %s\n", T, eg->name);
         int NGG;
         const dsf_geom *gg = dsf_engram_gate_cuda_geoms(&NGG);
         for (int gi = 0; gi < NGG; gi++)

@@ -98,8 +98,8 @@ def table(path, res):
     print(f"\ncopy {copy:.0f} GB/s (C), {res['torch_copy_GBps']:.0f} GB/s (torch); "
           f"FP8 ceiling {res['fp8_ceiling_TFLOPs']:.0f} TFLOP/s (torch._scaled_mm 4096x25600x6144)")
     print("| T | wkv us | GB/s | of copy | TFLOP/s | of FP8 ceiling | wkv us alone | torch wkv us | layer us | "
-          "torch layer us | torch/dsfold (layer) | torch/dsfold (wkv) | kernel |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "torch layer us | torch/dsfold (layer) | torch/dsfold (wkv) | kernel | layer's wkv kernel |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for T in (1, 8, 64, 4096):
         us = float(c[f"wkv_t{T}_us"])
         gbs = float(c[f"wkv_t{T}_GBps"])
@@ -109,7 +109,7 @@ def table(path, res):
         alone = float(c[f"wkv_t{T}_alone_us"])
         print(f"| {T} | {us:.1f} | {gbs:.0f} | {gbs / copy:.2f} | {tf:.1f} | {tf / res['fp8_ceiling_TFLOPs']:.2f} | "
               f"{alone:.1f} | {tw:.1f} | {lus:.1f} | {tl:.1f} | {tl / lus:.2f} | {tw / us:.2f} | "
-              f"{c[f'wkv_t{T}_best']} |")
+              f"{c[f'wkv_t{T}_best']} | {c.get(f'layer_t{T}_wkv_geom', '?')} |")
 
 
 if __name__ == "__main__":
