@@ -386,13 +386,7 @@ extern "C" int dsf_cmp_ring_reset_cuda(void *stream, const dsf_cmp_layer *L, flo
 extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e) {
     (void)fault;
     if (geom_check(g, e)) return -1;
-    cudaFuncAttributes a;
-    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, g->p[0] == 2 ? gemm_fn(g->p[1], 1) : (const void *)cmp_fused));
-    out->regs_per_thread = a.numRegs;
-    out->static_smem = (int)a.sharedSizeBytes;
-    out->max_threads_per_block = a.maxThreadsPerBlock;
-    out->local_bytes = (int)a.localSizeBytes;
-    return 0;
+    return dsf_cuda_func_attrs(g->p[0] == 2 ? gemm_fn(g->p[1], 1) : (const void *)cmp_fused, out, e);
 }
 
 // The functions a geometry can launch besides the one dsf_cmp_cuda_attrs reads, each with its block and shared memory.
@@ -420,10 +414,7 @@ extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch 
         if (n == max) return dsf_fail(e, "compressor: more than %d launched functions for geometry %s", max, g->name);
         dsf_launch *l = &out[n++];
         *l = (dsf_launch){all[i].name, all[i].threads, all[i].smem, {0, 0, 0, 0}};
-        if (!measure) continue;
-        cudaFuncAttributes a;
-        DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, all[i].fn));
-        l->fa = (dsf_func_attrs){a.numRegs, (int)a.sharedSizeBytes, a.maxThreadsPerBlock, (int)a.localSizeBytes};
+        if (measure && dsf_cuda_func_attrs(all[i].fn, &l->fa, e)) return -1;
     }
     return n;
 }

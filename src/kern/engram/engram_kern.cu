@@ -236,14 +236,8 @@ extern "C" int dsf_engram_wkv_cuda_fn_attrs(const dsf_geom *g, dsf_func_attrs *o
 extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e) {
     if (kernel == 1) return dsf_engram_wkv_cuda_fn_attrs(g, out, e);
     if (fault < 0 || fault > DSF_ENG_BATCH) return dsf_fail(e, "engram: no variant %d", fault);
-    cudaFuncAttributes a;
     const void *fn = kernel == 0 ? embed_fns[fault] : g->p[1] == 1 ? gate_st_fns[fault] : gate_fns[fault];
-    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, fn));
-    out->regs_per_thread = a.numRegs;
-    out->static_smem = (int)a.sharedSizeBytes;
-    out->max_threads_per_block = a.maxThreadsPerBlock;
-    out->local_bytes = (int)a.localSizeBytes;
-    return 0;
+    return dsf_cuda_func_attrs(fn, out, e);
 }
 
 // The engine's geometries: the public roles (engram_kern.h), then wkv at 9-64 tokens, the staged gate, wkv by 128.

@@ -60,29 +60,27 @@ __device__ __forceinline__ void eng_ring_init(uint64_t *full, uint64_t *empty, i
     __syncthreads();
 }
 
-// Spins until the phase of parity `parity` of barrier b has completed.
-__device__ __forceinline__ void eng_mbar_wait(uint64_t *b, int parity) {
+// Waits until the phase of parity `parity` of barrier b has completed; a try_wait may suspend the warp up to NS ns.
+template <int NS = 0> __device__ __forceinline__ void eng_mbar_wait(uint64_t *b, int parity) {
     uint32_t done;
     do {
-        asm volatile(
-            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(eng_smem(b)), "r"(parity)
-            : "memory");
+        if constexpr (NS)
+            asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+                         "selp.u32 %0, 1, 0, p;\n}\n"
+                         : "=r"(done)
+                         : "r"(eng_smem(b)), "r"(parity), "n"(NS)
+                         : "memory");
+        else
+            asm volatile(
+                "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                : "=r"(done)
+                : "r"(eng_smem(b)), "r"(parity)
+                : "memory");
     } while (!done);
 }
 
-// eng_mbar_wait whose try_wait may suspend the warp for up to 1 ms (it resumes when the phase completes), not spin.
-__device__ __forceinline__ void eng_mbar_sleep(uint64_t *b, int parity) {
-    uint32_t done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, 1000000;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(eng_smem(b)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
+// The tokens-as-A kernels' waits: a warp sleeps up to 1 ms (it resumes when the phase completes) instead of spinning.
+#define ENG_SLEEP_NS 1000000
 
 // Four e8m0 bytes as floats (byte j to f[j]): one shift each unless a byte is 0 or 255, which eng_e8m0 maps.
 __device__ __forceinline__ void eng_e8m0x4(uint32_t v, float (&f)[4]) {

@@ -227,11 +227,5 @@ extern "C" int dsf_engram_wkv_cuda(void *stream, const dsf_geom *g, const uint8_
 extern "C" int dsf_engram_wkv_cuda_fn_attrs(const dsf_geom *g, dsf_func_attrs *out, dsf_err *e) {
     const void *fn = g->p[0] == 3 ? (const void *)wg_pick(g) : g->p[0] == 4 ? dsf_eng_wgt_fn(g) : NULL;
     if (!fn) return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
-    cudaFuncAttributes a;
-    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, fn));
-    out->regs_per_thread = a.numRegs;
-    out->static_smem = (int)a.sharedSizeBytes;
-    out->max_threads_per_block = a.maxThreadsPerBlock;
-    out->local_bytes = (int)a.localSizeBytes;
-    return 0;
+    return dsf_cuda_func_attrs(fn, out, e);
 }

@@ -19,7 +19,7 @@ template <int STAGE, int SCB> struct wgt_ring {
     __device__ __forceinline__ void advance(uint64_t *full, int stages, int kt, int KT) {
         if (++slot == stages) slot = 0, phase ^= 1;
         st = base + (size_t)slot * STAGE, sc = scl + (size_t)slot * SCB;
-        if (kt + 1 < KT) eng_mbar_sleep(&full[slot], phase);
+        if (kt + 1 < KT) eng_mbar_wait<ENG_SLEEP_NS>(&full[slot], phase);
     }
 };
 
@@ -110,7 +110,7 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
     };
     auto split_at = [&](int kt) { wgt_split(acc, kt, split_kt); };
     auto advance = [&](int kt) { ring.advance(full, stages, kt, KT); };
-    eng_mbar_sleep(&full[0], 0);
+    eng_mbar_wait<ENG_SLEEP_NS>(&full[0], 0);
     int kt = 0, nfull = DB ? KB / 4 : 0;
     float s[NG][2];
     // Block j + 1's scales are read before block j's wait (AHEAD) where the block's scale groups are whole (perf.md).
@@ -207,7 +207,7 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
     };
     auto advance = [&](int kt) { ring.advance(full, stages, kt, KT); };
     auto split_at = [&](int kt) { wgt_split(acc, kt, split_kt); };
-    eng_mbar_sleep(&full[0], 0);
+    eng_mbar_wait<ENG_SLEEP_NS>(&full[0], 0);
     float s[NG][2];
     int kt = 0;
     fetch(0);
@@ -318,7 +318,7 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
                 int i = p - 1 + r * NP;
                 wb[r] = wr[r] && 4 * kt + i / RB < KB ? wr[r][4 * kt] : 127;
             }
-            if (use > 0) eng_mbar_sleep(&empty[s], (use - 1) & 1);
+            if (use > 0) eng_mbar_wait<ENG_SLEEP_NS>(&empty[s], (use - 1) & 1);
             if (p == 0) {
                 eng_mbar_expect(&full[s], STAGE);
                 eng_tma(st, &tx, kt * ENG_ATOM, (int)t0, &full[s]);

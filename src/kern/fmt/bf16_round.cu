@@ -54,5 +54,5 @@ extern "C" int dsf_bf16_round_cuda(void *stream, const dsf_geom *g, const float 
 
 extern "C" int dsf_bf16_round_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e) {
     if (check(g, fault, e)) return -1;
-    return dsf_fmt_cuda_attrs(kernels[fault], out, e);
+    return dsf_cuda_func_attrs(kernels[fault], out, e);
 }

@@ -89,5 +89,5 @@ extern "C" int dsf_block_quant_cuda(void *stream, const dsf_geom *g, dsf_quant_k
 extern "C" int dsf_block_quant_cuda_attrs(dsf_quant_kind kind, const dsf_geom *g, int fault, dsf_func_attrs *out,
                                           dsf_err *e) {
     if (check(kind, 0, g, fault, e)) return -1;
-    return dsf_fmt_cuda_attrs(kernels[kind][fault], out, e);
+    return dsf_cuda_func_attrs(kernels[kind][fault], out, e);
 }

@@ -89,7 +89,6 @@ int dsf_fp8_row_dequant_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs 
 int dsf_fmt_cuda_geom_check(const dsf_geom *g, const char *kernel, dsf_err *e);
 int dsf_fmt_cuda_launch(const void *fn, int64_t blocks, const dsf_geom *g, void *stream, void **args,
                         const char *kernel, dsf_err *e);
-int dsf_fmt_cuda_attrs(const void *fn, dsf_func_attrs *out, dsf_err *e);
 
 // float64 references (fmt_ref.c), written from spec §3.0 and §3.2.6 with exact double arithmetic.
 void dsf_fmt_ref_bf16_round(const void *const *ins, double *const *out, const dsf_case *c);

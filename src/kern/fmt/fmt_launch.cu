@@ -23,12 +23,3 @@ extern "C" int dsf_fmt_cuda_launch(const void *fn, int64_t blocks, const dsf_geo
     return 0;
 }
 
-extern "C" int dsf_fmt_cuda_attrs(const void *fn, dsf_func_attrs *out, dsf_err *e) {
-    cudaFuncAttributes a;
-    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, fn));
-    out->regs_per_thread = a.numRegs;
-    out->static_smem = (int)a.sharedSizeBytes;
-    out->max_threads_per_block = a.maxThreadsPerBlock;
-    out->local_bytes = (int)a.localSizeBytes;
-    return 0;
-}

@@ -56,5 +56,5 @@ extern "C" int dsf_fp8_row_dequant_cuda(void *stream, const dsf_geom *g, const u
 
 extern "C" int dsf_fp8_row_dequant_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e) {
     if (check(g, fault, e)) return -1;
-    return dsf_fmt_cuda_attrs(kernels[fault], out, e);
+    return dsf_cuda_func_attrs(kernels[fault], out, e);
 }

@@ -1,7 +1,18 @@
-// The dynamic shared memory limit of a kernel, raised once per function, device and size (not on every launch).
+// Per-function CUDA helpers of every family: the dynamic shared memory limit, the compiled function's resources.
 #include <pthread.h>
 
+#include "contract/contract.h"
 #include "kern/cuda_check.h"
+
+int dsf_cuda_func_attrs(const void *fn, dsf_func_attrs *out, dsf_err *e) {
+    cudaFuncAttributes a;
+    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, fn));
+    out->regs_per_thread = a.numRegs;
+    out->static_smem = (int)a.sharedSizeBytes;
+    out->max_threads_per_block = a.maxThreadsPerBlock;
+    out->local_bytes = (int)a.localSizeBytes;
+    return 0;
+}
 
 // Raises fn's dynamic shared memory limit on the current device to bytes once, not on every launch.
 int dsf_cuda_smem_limit(const void *fn, int bytes, const char *k, dsf_err *e) {
