@@ -248,7 +248,7 @@ static const dsf_geom engine_geoms[ROLES] = {
     {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},                // DSF_ENG_ROLE_WKV_DECODE: up to 8 tokens
     {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},     // DSF_ENG_ROLE_WKV_PREFILL: tiles of 192 tokens
     {"t256_w64", 256, 0, {64, 0, 0, 0}},                          // DSF_ENG_ROLE_GATE_WARP
-    {"wgt_w224_x1_ws2_pw4_s4_db", 384, 153024, {4, 224, 1, 100}}, // ROLE_WKV_64: 9 to 64 tokens
+    {"wgt_w224_x1_ws2_pw4_s4_hs", 384, 153024, {4, 224, 1, 196}}, // ROLE_WKV_64: 9 to 64 tokens
     {"st_t512_w8", 512, 40960, {8, 1}},                           // ROLE_GATE_STAGED
     {"wgt_w128_x2_pw4_s4_db", 384, 140544, {4, 128, 2, 36}},      // ROLE_WKV_TWO: tiles of 128 tokens
 };
@@ -263,6 +263,7 @@ extern "C" const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T) {
 
 extern "C" const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T) {
     if (T <= 64) return &engine_geoms[T <= 8 ? DSF_ENG_ROLE_WKV_DECODE : ROLE_WKV_64];
-    // Tiles of 128 tokens (two warpgroups) against tiles of 192 (three, halves) at per-tile costs 10 : 13 (perf.md).
-    return &engine_geoms[10 * ((T + 127) / 128) < 13 * ((T + 191) / 192) ? ROLE_WKV_TWO : DSF_ENG_ROLE_WKV_PREFILL];
+    // Token tiles of 128 (two warpgroups) cost 100, of 192 (three, halves) 137, or 104 with one or two idle (perf.md).
+    int64_t r = T % 192, three = 137 * (T / 192) + (r == 0 ? 0 : r <= 128 ? 104 : 137);
+    return &engine_geoms[100 * ((T + 127) / 128) < three ? ROLE_WKV_TWO : DSF_ENG_ROLE_WKV_PREFILL];
 }

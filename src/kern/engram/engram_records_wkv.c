@@ -86,6 +86,8 @@ static const dsf_geom wkv_cuda_geoms[] = {
     {"wgt_w104_x1_pw4_s5_db", 256, 113984, {4, 104, 1, 37}},
     {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},
     {"wgt_w128_x3_pw4_s5_hs", 512, 221504, {4, 128, 3, 133}},
+    {"wgt_w224_x1_ws2_pw4_s4_hs", 384, 153024, {4, 224, 1, 196}},
+    {"wgt_w224_x1_ws2_pw4_s5_hs", 384, 191024, {4, 224, 1, 197}},
 };
 const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n) {
     *n = DSF_ENG_LEN(wkv_cuda_geoms);

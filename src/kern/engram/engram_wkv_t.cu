@@ -49,6 +49,15 @@ template <int TB, int RB, int G0, int NG> struct wgt_scales {
     }
 };
 
+// A consumer warpgroup with no token below T: no products, only the ring's protocol (each stage's full, then empty).
+__device__ __forceinline__ void wgt_idle(uint64_t *full, uint64_t *empty, int stages, int KT) {
+    for (int kt = 0, slot = 0, phase = 0; kt < KT; kt++) {
+        eng_mbar_wait<ENG_SLEEP_NS>(&full[slot], phase);
+        eng_mbar_arrive(&empty[slot]);
+        if (++slot == stages) slot = 0, phase ^= 1;
+    }
+}
+
 // The controls' split: the first KT / 2 stages end as a bf16 partial (once a stage, not in the unrolled blocks).
 template <int R> __device__ __forceinline__ void wgt_split(float (&acc)[R], int kt, int split_kt) {
     if (kt == split_kt)
@@ -164,14 +173,14 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
     wgt_store(y, T, N, t0 + tok, n0 + OFF, q, acc, fault);
 }
 
-// Parts: the W rows as P wgmmas of W / P; two parts are in flight, one promoted while the next runs.
-template <int BW, int NWG, int W, int P>
+// Parts: the W rows from row OFF as P wgmmas of W / P; two parts are in flight, one promoted while the next runs.
+template <int BW, int NWG, int W, int OFF, int P>
 __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t *full, uint64_t *empty, int stages,
                                                   int KB, int KT, int wg, int64_t t0, int64_t n0, uint16_t *y,
                                                   int64_t T, int64_t N, int split, int fault) {
-    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = wgt_groups(BW), NG = W / 32 };
-    enum { SCB = wgt_scale_bytes(TB, BW), R = W / 2, H = R / P, U = 4 * P };
-    static_assert(BW % 32 == 0 && W % (8 * P) == 0 && NG % 4 == 0, "parts of whole n8 tiles, whole scale groups");
+    enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = wgt_groups(BW), G0 = OFF / 32 };
+    enum { SCB = wgt_scale_bytes(TB, BW), R = W / 2, H = R / P, U = 4 * P, NG = (OFF + W - 1) / 32 - G0 + 1 };
+    static_assert(BW % 32 == 0 && W % (8 * P) == 0 && OFF % 8 == 0, "parts of whole n8 tiles, blocks on a group");
     int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
     int tok = wg * 64 + warp * 16 + g;
     float acc[R], d[2][H];
@@ -185,11 +194,11 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
     auto issue = [&](int u) {
         eng_wg_fence();
         eng_wgmma(d[u % 2], eng_desc(ring.st + wg * 64 * ENG_ATOM) + 2 * (u / P),
-                  eng_desc(ring.st + SA + (u % P) * (W / P) * ENG_ATOM) + 2 * (u / P));
+                  eng_desc(ring.st + SA + (OFF + (u % P) * (W / P)) * ENG_ATOM) + 2 * (u / P));
         eng_wg_commit();
     };
     // Block j's scales: read one part ahead of their use (fetch), multiplied when block j starts (mult).
-    wgt_scales<TB, RB, 0, NG> sv;
+    wgt_scales<TB, RB, G0, NG> sv;
     auto fetch = [&](int j) { sv.fetch(ring.sc, j, tok, g); };
     auto mult = [&](float(&s)[NG][2]) { sv.mult(s); };
     // Unit u's products into acc (part h's n8 tiles are the accumulator's tiles h H / 4 on).
@@ -198,7 +207,7 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
         eng_wg_hold(d[u % 2]);
 #pragma unroll
         for (int i = 0; i < H / 4; i++) {
-            int b = (h * (W / P) + 8 * i) / 32, a = h * H + 4 * i;
+            int b = (OFF + h * (W / P) + 8 * i) / 32 - G0, a = h * H + 4 * i;
             acc[a] = __fmaf_rn(d[u % 2][4 * i], s[b][0], acc[a]);
             acc[a + 1] = __fmaf_rn(d[u % 2][4 * i + 1], s[b][0], acc[a + 1]);
             acc[a + 2] = __fmaf_rn(d[u % 2][4 * i + 2], s[b][1], acc[a + 2]);
@@ -245,7 +254,7 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
         eng_mbar_arrive(&empty[ring.slot]);
         advance(kt);
     }
-    wgt_store(y, T, N, t0 + tok, n0, q, acc, fault);
+    wgt_store(y, T, N, t0 + tok, n0 + OFF, q, acc, fault);
 }
 
 // The one-token-group consumer for a block starting ph rows into its scale group: ph PH, PH + 8, ... 24, else 0.
@@ -349,8 +358,15 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     enum { CW = BW / WS };
     // The warpgroup index as a warp-uniform value, so the descriptors stay in uniform registers.
     int c = NC == 1 ? 0 : __shfl_sync(0xffffffffu, warp >> 2, 0);
-    if constexpr (PARTS > 1) {
-        wgt_consume_parts<BW, NWG, BW, PARTS>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
+    if (NWG > 1 && t0 + 64 * c >= T) return wgt_idle(full, empty, stages, KT);
+    if constexpr (PARTS > 1 && WS == 1) {
+        wgt_consume_parts<BW, NWG, BW, 0, PARTS>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
+    } else if constexpr (PARTS > 1) {
+        if (c == 0)
+            wgt_consume_parts<BW, 1, CW, 0, PARTS>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split, fault);
+        else
+            wgt_consume_parts<BW, 1, CW, BW - CW, PARTS>(base, full, empty, stages, KB, KT, 0, t0, n0, y, T, N, split,
+                                                         fault);
     } else if constexpr (BW % 32 != 0) { // a block starts 0, 8, 16 or 24 rows into a scale group: one consumer for each
         wgt_consume_at<BW, DB, 8>((int)(n0 & 31), base, full, empty, stages, KB, KT, t0, n0, y, T, N, split, fault);
     } else if (WS == 1 || c == 0) {
@@ -369,8 +385,9 @@ static wgt_fn wgt_pick(const dsf_geom *g) {
     if (g->p[3] < 0 || g->p[3] >= 256) return NULL;
     int bw = g->p[1], nwg = g->p[2], ws = g->p[3] / 64 % 2 + 1, db = g->p[3] / 32 % 2, parts = g->p[3] / 128 + 1;
     int pw = (g->threads - 128 * nwg * ws) / 32;
-    if (g->threads != 128 * nwg * ws + 32 * pw || pw < 1 || (parts > 1 && (db || ws > 1))) return NULL;
-    if (parts == 2 && bw == 128 && nwg == 3 && pw == 4) return eng_wkv_wgt<128, 3, 4, 0, 1, 2>;
+    if (g->threads != 128 * nwg * ws + 32 * pw || pw < 1 || (parts > 1 && db)) return NULL;
+    if (parts == 2 && bw == 128 && nwg == 3 && pw == 4 && ws == 1) return eng_wkv_wgt<128, 3, 4, 0, 1, 2>;
+    if (parts == 2 && bw == 224 && nwg == 1 && pw == 4 && ws == 2) return eng_wkv_wgt<224, 1, 4, 0, 2, 2>;
     if (parts > 1) return NULL;
     if (bw == 128 && nwg == 1 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 1, 1, 0, 1>;
     if (bw == 128 && nwg == 2 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 2, 1, 0, 1>;
