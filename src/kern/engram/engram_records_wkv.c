@@ -84,10 +84,10 @@ static const dsf_geom wkv_cuda_geoms[] = {
     {"wgt_w224_x1_ws2_pw4_s5_db", 384, 191024, {4, 224, 1, 101}},
     {"wgt_w104_x1_pw4_s4_db", 256, 91392, {4, 104, 1, 36}},
     {"wgt_w104_x1_pw4_s5_db", 256, 113984, {4, 104, 1, 37}},
-    {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},
-    {"wgt_w128_x3_pw4_s5_hs", 512, 221504, {4, 128, 3, 133}},
     {"wgt_w224_x1_ws2_pw4_s4_hs", 384, 153024, {4, 224, 1, 196}},
     {"wgt_w224_x1_ws2_pw4_s5_hs", 384, 191024, {4, 224, 1, 197}},
+    {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},
+    {"wgt_w128_x3_pw4_s5_hs", 512, 221504, {4, 128, 3, 133}},
 };
 const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n) {
     *n = DSF_ENG_LEN(wkv_cuda_geoms);
@@ -145,10 +145,10 @@ static const dsf_operand wkv_ops[] = {
     {"y", DSF_ELEM_BF16, DSF_OUT, 1, count_n, DSF_DRAW_ACT, NULL},
 };
 
-// Cases {name, rows, n = N outputs, k = K}: the tiny synth's 320 x 192, ragged tiles, real K with fewer outputs.
+// Cases {name, rows, n, k}: the tiny synth's 320 x 192, ragged tiles, real K with fewer N, 150 rows (all token groups).
 static const dsf_case wkv_cases[] = {
     {"r5_n512_k6144", 5, 512, 6144, 0}, {"r17_n320_k192", 17, 320, 192, 0}, {"r1_n96_k1024", 1, 96, 1024, 0},
-    {"r3_n32_k32", 3, 32, 32, 0},       {"r64_n160_k1024", 64, 160, 1024, 0},
+    {"r3_n32_k32", 3, 32, 32, 0},       {"r64_n160_k1024", 64, 160, 1024, 0}, {"r150_n160_k1024", 150, 160, 1024, 0},
 };
 
 const dsf_record dsf_rec_engram_wkv = {
