@@ -253,9 +253,9 @@ static void test_wkv_engine_geoms(void) {
     static _Alignas(16) uint8_t buf[64];
     const char *dec = "wg_b8_w1_u1_s4", *split = "wgt_w224_x1_ws2_pw4_s4_hs", *two = "wgt_w128_x2_pw4_s4_db";
     const char *halves = "wgt_w128_x3_pw4_s4_hs";
-    const int64_t Ts[] = {1, 8, 9, 24, 25, 64, 65, 128, 129, 192, 193, 256, 320, 4096, 4160};
-    const char *want[] = {dec, dec, split, split, split, split, two, two, halves, halves, two, two, halves,
-                          halves, halves};
+    const int64_t Ts[] = {1, 8, 9, 24, 25, 64, 65, 128, 129, 192, 193, 256, 320, 576, 577, 640, 641, 4096, 4160};
+    const char *want[] = {dec,    dec,    split,  split, split, split,  two,    two,    halves, halves,
+                          two,    two,    halves, halves, two,  two,    halves, halves, halves};
     dsf_err e;
     int n;
     const dsf_geom *c = dsf_engram_wkv_cuda_geoms(&n);

@@ -69,7 +69,7 @@ DSF_ENG_RUN(wkv_cuda_wrong, wkv_cuda, DSF_ENG_WRONG)
 DSF_ENG_RUN(wkv_cuda_batch, wkv_cuda, DSF_ENG_BATCH)
 DSF_ENG_ATTRS(wkv_attrs, 1, DSF_ENG_REAL)
 
-// CUDA {name, threads, smem, {3, tokens, row groups, 32 atoms + st} | {4, rows, token groups, 64 (WS-1) + 32 db + st}}.
+// CUDA {name, threads, smem, {3, tokens, row groups, 32 atoms + st} | {4, rows, groups, 128 hs + 64 ws2 + 32 db + st}}.
 static const dsf_geom wkv_cuda_geoms[] = {
     {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},  {"wg_b8_w1_u2_s2", 160, 38528, {3, 8, 1, 66}},
     {"wg_b8_w2_u2_s2", 288, 71424, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 76032, {3, 16, 2, 36}},

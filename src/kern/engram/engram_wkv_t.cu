@@ -190,7 +190,7 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
     for (int i = 0; i < H; i++) d[0][i] = 0.0f, d[1][i] = 0.0f;
     int split_kt = split ? KT / 2 : -1;
     wgt_ring<STAGE, SCB> ring(base, stages);
-    // Unit u of the stage: block u / P, part u % P (rows (u % P) W / P on), into d[u % 2], as one commit group.
+    // Unit u of the stage: block u / P, part u % P (rows OFF + (u % P) W / P on), into d[u % 2], one commit group.
     auto issue = [&](int u) {
         eng_wg_fence();
         eng_wgmma(d[u % 2], eng_desc(ring.st + wg * 64 * ENG_ATOM) + 2 * (u / P),
