@@ -131,105 +131,44 @@ template <int R> __device__ __forceinline__ void eng_wg_hold(float (&d)[R]) {
     for (int i = 0; i < R; i++) asm volatile("" : "+f"(d[i]));
 }
 
-// d = A (64 rows x 32 codes) * B (N rows x 32 codes)^T, fresh (scale-d 0, d only names the registers), N = 8..128.
-__device__ __forceinline__ void eng_wgmma(float (&d)[4], uint64_t a, uint64_t b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "l"(a), "l"(b), "r"(0));
-}
-__device__ __forceinline__ void eng_wgmma(float (&d)[8], uint64_t a, uint64_t b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, "
-                 "p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "l"(a), "l"(b), "r"(0));
-}
-__device__ __forceinline__ void eng_wgmma(float (&d)[16], uint64_t a, uint64_t b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
-                 "%10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                 : "l"(a), "l"(b), "r"(0));
-}
-__device__ __forceinline__ void eng_wgmma(float (&d)[32], uint64_t a, uint64_t b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
-                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
-                 "%29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31])
-                 : "l"(a), "l"(b), "r"(0));
-}
+// Operand lists of the wgmma below, four accumulators at a time: asm names %0.. (ENG_N) and bindings d[0].. (ENG_F).
+#define ENG_Q4(a, b, c, e) "%" #a ", %" #b ", %" #c ", %" #e
+#define ENG_G4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define ENG_N4 ENG_Q4(0, 1, 2, 3)
+#define ENG_N8 ENG_N4 ", " ENG_Q4(4, 5, 6, 7)
+#define ENG_N16 ENG_N8 ", " ENG_Q4(8, 9, 10, 11) ", " ENG_Q4(12, 13, 14, 15)
+#define ENG_N28 ENG_N16 ", " ENG_Q4(16, 17, 18, 19) ", " ENG_Q4(20, 21, 22, 23) ", " ENG_Q4(24, 25, 26, 27)
+#define ENG_N32 ENG_N28 ", " ENG_Q4(28, 29, 30, 31)
+#define ENG_N44 ENG_N32 ", " ENG_Q4(32, 33, 34, 35) ", " ENG_Q4(36, 37, 38, 39) ", " ENG_Q4(40, 41, 42, 43)
+#define ENG_N52 ENG_N44 ", " ENG_Q4(44, 45, 46, 47) ", " ENG_Q4(48, 49, 50, 51)
+#define ENG_N56 ENG_N52 ", " ENG_Q4(52, 53, 54, 55)
+#define ENG_N64 ENG_N56 ", " ENG_Q4(56, 57, 58, 59) ", " ENG_Q4(60, 61, 62, 63)
+#define ENG_F4 ENG_G4(0)
+#define ENG_F8 ENG_F4, ENG_G4(4)
+#define ENG_F16 ENG_F8, ENG_G4(8), ENG_G4(12)
+#define ENG_F28 ENG_F16, ENG_G4(16), ENG_G4(20), ENG_G4(24)
+#define ENG_F32 ENG_F28, ENG_G4(28)
+#define ENG_F52 ENG_F32, ENG_G4(32), ENG_G4(36), ENG_G4(40), ENG_G4(44), ENG_G4(48)
+#define ENG_F56 ENG_F52, ENG_G4(52)
+#define ENG_F64 ENG_F56, ENG_G4(56), ENG_G4(60)
 
-__device__ __forceinline__ void eng_wgmma(float (&d)[28], uint64_t a, uint64_t b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %30, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n56k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
-                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27}, %28, "
-                 "%29, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
-                 : "l"(a), "l"(b), "r"(0));
-}
-
-__device__ __forceinline__ void eng_wgmma(float (&d)[64], uint64_t a, uint64_t b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
-                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
-                 "%29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1,"
-                 " 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-                   "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
-                   "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]),
-                   "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
-                   "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "l"(a), "l"(b), "r"(0));
-}
-
-__device__ __forceinline__ void eng_wgmma(float (&d)[56], uint64_t a, uint64_t b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %58, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n112k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
-                 "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
-                 "%29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55}, %56, %57, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-                   "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
-                   "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]),
-                   "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
-                 : "l"(a), "l"(b), "r"(0));
-}
-
-__device__ __forceinline__ void eng_wgmma(float (&d)[52], uint64_t a, uint64_t b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %54, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n104k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
-                 "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
-                 "%31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, "
-                 "%51}, %52, %53, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-                   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-                   "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
-                   "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-                   "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-                   "+f"(d[50]), "+f"(d[51])
-                 : "l"(a), "l"(b), "r"(0));
-}
+// d = A (64 rows x 32 codes) * B (N rows x 32 codes)^T, fresh (scale-d 0, %P); d is %0.., the descriptors %A and %B.
+#define ENG_WGMMA(N, R, A, B, P)                                                                                       \
+    __device__ __forceinline__ void eng_wgmma(float(&d)[R], uint64_t a, uint64_t b) {                                  \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #P ", 0;\n"                                                  \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 {" ENG_N##R "}, %" #A ", %" #B          \
+                     ", p, 1, 1;\n}\n"                                                                                 \
+                     : ENG_F##R                                                                                        \
+                     : "l"(a), "l"(b), "r"(0));                                                                        \
+    }
+ENG_WGMMA(8, 4, 4, 5, 6)
+ENG_WGMMA(16, 8, 8, 9, 10)
+ENG_WGMMA(32, 16, 16, 17, 18)
+ENG_WGMMA(56, 28, 28, 29, 30)
+ENG_WGMMA(64, 32, 32, 33, 34)
+ENG_WGMMA(104, 52, 52, 53, 54)
+ENG_WGMMA(112, 56, 56, 57, 58)
+ENG_WGMMA(128, 64, 64, 65, 66)
 
 // Host: a tensor map of rows x K bytes read in boxes of 128 bytes x box_rows, 128-byte swizzle (engram_wkv.cu).
 int dsf_eng_tmap(CUtensorMap *m, const void *p, int64_t rows, int64_t K, int box_rows, const char *what, dsf_err *e);
