@@ -269,21 +269,17 @@ static const dsf_geom cuda_big[] = {{"fused_t128", 128, 0, {1, 0}}, {"tiled_t256
 #ifdef DSF_HAVE_CUDA
 static int attrs_real(const dsf_geom *g, dsf_func_attrs *o, dsf_err *e) { return dsf_cmp_cuda_attrs(g, 0, o, e); }
 // CUDA implementations: the limits gate also reads the other functions a geometry launches (dsf_cmp_cuda_launches).
-#define CMP_CIMPL(name, be, fn, geoms, gate, what, attrs) \
-    {name, be, fn, geoms, LEN(geoms), gate, what, attrs, NULL, dsf_cmp_cuda_launches}
-#define CMP_CUDA(tag, geomwhat)                                                                                      \
-    , CMP_CIMPL("cuda", DSF_BACKEND_CUDA, tag##_cuda_real, cuda_geoms, DSF_GATE_NONE, CMP_WHAT_CUDA, attrs_real),    \
-        CMP_CIMPL("cuda_ctl_nan", DSF_BACKEND_CUDA, tag##_cuda_nan, cuda_geoms, DSF_GATE_1, CMP_NAN, attrs_real),    \
-        CMP_CIMPL("cuda_ctl_pool_order", DSF_BACKEND_CUDA, tag##_cuda_geom, cuda_geoms, DSF_GATE_2, geomwhat,        \
-                 attrs_real),                                                                                        \
-        CMP_CIMPL("cuda_ctl_late", DSF_BACKEND_CUDA, tag##_cuda_late, cuda_geoms, DSF_GATE_3, CMP_LATE, attrs_real), \
-        CMP_CIMPL("cuda_ctl_row_split", DSF_BACKEND_CUDA, tag##_cuda_batch, cuda_geoms, DSF_GATE_4, CMP_BATCH,       \
-                 attrs_real),                                                                                        \
-        CMP_CIMPL("cuda_ctl_smem", DSF_BACKEND_CUDA, tag##_cuda_real, cuda_big, DSF_GATE_LIMITS, CMP_SMEM, attrs_real)
-#define CMP_CUDA_APE(tag) \
-    , CMP_CIMPL("cuda_ctl_no_ape", DSF_BACKEND_CUDA, tag##_cuda_ape, cuda_geoms, DSF_GATE_3, CMP_APE, attrs_real)
-#define CMP_CUDA_RESET(tag) \
-    , CMP_CIMPL("cuda_ctl_no_reset", DSF_BACKEND_CUDA, tag##_cuda_reset, cuda_geoms, DSF_GATE_3, CMP_RESET, attrs_real)
+#define CMP_CIMPL(name, fn, geoms, gate, what) \
+    {name, DSF_BACKEND_CUDA, fn, geoms, LEN(geoms), gate, what, attrs_real, NULL, dsf_cmp_cuda_launches}
+#define CMP_CUDA(tag, geomwhat)                                                                          \
+    , CMP_CIMPL("cuda", tag##_cuda_real, cuda_geoms, DSF_GATE_NONE, CMP_WHAT_CUDA),                      \
+        CMP_CIMPL("cuda_ctl_nan", tag##_cuda_nan, cuda_geoms, DSF_GATE_1, CMP_NAN),                      \
+        CMP_CIMPL("cuda_ctl_pool_order", tag##_cuda_geom, cuda_geoms, DSF_GATE_2, geomwhat),             \
+        CMP_CIMPL("cuda_ctl_late", tag##_cuda_late, cuda_geoms, DSF_GATE_3, CMP_LATE),                   \
+        CMP_CIMPL("cuda_ctl_row_split", tag##_cuda_batch, cuda_geoms, DSF_GATE_4, CMP_BATCH),            \
+        CMP_CIMPL("cuda_ctl_smem", tag##_cuda_real, cuda_big, DSF_GATE_LIMITS, CMP_SMEM)
+#define CMP_CUDA_APE(tag) , CMP_CIMPL("cuda_ctl_no_ape", tag##_cuda_ape, cuda_geoms, DSF_GATE_3, CMP_APE)
+#define CMP_CUDA_RESET(tag) , CMP_CIMPL("cuda_ctl_no_reset", tag##_cuda_reset, cuda_geoms, DSF_GATE_3, CMP_RESET)
 #else
 #define CMP_CUDA(tag, geomwhat)
 #define CMP_CUDA_APE(tag)

@@ -44,23 +44,17 @@ int64_t dsv4_cnt_k(const dsf_case *c);
 int64_t dsv4_cnt_nk(const dsf_case *c);
 int64_t dsv4_cnt_one(const dsf_case *c);
 
+// One implementation of a record: the record's kernel (tag##_go) under one fault.
+#define DSV4_RUN(tag, sfx, fault) \
+    static int tag##_##sfx(const dsf_call *c, dsf_err *e) { return tag##_go(c, fault, e); }
+
 // Five implementations of a record: the real kernel on CPU and one control per gate, all over `geoms`.
 #define DSV4_IMPLS(tag, geoms, what, w1, w2, w3, w4)                                                   \
-    static int tag##_real(const dsf_call *c, dsf_err *e) {                                             \
-        return tag##_go(c, DSV4_REAL, e);                                                              \
-    }                                                                                                  \
-    static int tag##_c1(const dsf_call *c, dsf_err *e) {                                               \
-        return tag##_go(c, DSV4_G1, e);                                                                \
-    }                                                                                                  \
-    static int tag##_c2(const dsf_call *c, dsf_err *e) {                                               \
-        return tag##_go(c, DSV4_G2, e);                                                                \
-    }                                                                                                  \
-    static int tag##_c3(const dsf_call *c, dsf_err *e) {                                               \
-        return tag##_go(c, DSV4_G3, e);                                                                \
-    }                                                                                                  \
-    static int tag##_c4(const dsf_call *c, dsf_err *e) {                                               \
-        return tag##_go(c, DSV4_G4, e);                                                                \
-    }                                                                                                  \
+    DSV4_RUN(tag, real, DSV4_REAL)                                                                     \
+    DSV4_RUN(tag, c1, DSV4_G1)                                                                         \
+    DSV4_RUN(tag, c2, DSV4_G2)                                                                         \
+    DSV4_RUN(tag, c3, DSV4_G3)                                                                         \
+    DSV4_RUN(tag, c4, DSV4_G4)                                                                         \
     static const dsf_impl tag##_impls[] = {                                                            \
         {"cpu", DSF_BACKEND_CPU, tag##_real, geoms, 4, DSF_GATE_NONE, what, NULL, NULL, NULL},         \
         {"cpu_ctl_coverage", DSF_BACKEND_CPU, tag##_c1, geoms, 4, DSF_GATE_1, w1, NULL, NULL, NULL},   \
