@@ -239,16 +239,7 @@ static void test_wkv_geometry_refusals(void) {
     wkv_refuses(dsf_engram_cuda_geom(DSF_ENG_ROLE_WKV_DECODE), 48, "multiples of 32", NULL);
 }
 
-// Whether g is, field for field, one of the contract's CUDA geometries c[0..n) (checked by its gate 2).
-static int in_contract(const dsf_geom *g, const dsf_geom *c, int n) {
-    for (int j = 0; j < n; j++)
-        if (!strcmp(c[j].name, g->name) && c[j].threads == g->threads && c[j].dyn_smem == g->dyn_smem &&
-            !memcmp(c[j].p, g->p, sizeof g->p))
-            return 1;
-    return 0;
-}
-
-// The engine's wkv geometry by size: accepted at real dimensions with no tokens (no GPU needed), and in the contract.
+// The engine's roles name contract geometries: each found; wkv by size, accepted at real dimensions with no tokens.
 static void test_wkv_engine_geoms(void) {
     static _Alignas(16) uint8_t buf[64];
     const char *dec = "wg_b8_w1_u1_s4", *split = "wgt_w224_x1_ws2_pw4_s4_hs", *two = "wgt_w128_x2_pw4_s4_db";
@@ -257,14 +248,15 @@ static void test_wkv_engine_geoms(void) {
     const char *want[] = {dec,    dec,    split,  split, split, split,  two,    two,    halves, halves,
                           two,    two,    halves, halves, two,  two,    halves, halves, halves};
     dsf_err e;
-    int n;
-    const dsf_geom *c = dsf_engram_wkv_cuda_geoms(&n);
+    for (int which = DSF_ENG_ROLE_EMBED_QUANT; which <= DSF_ENG_ROLE_GATE_WARP; which++)
+        TEST_ASSERT_MSG(dsf_engram_cuda_geom(which), "role %d: its name is not in the contract's list", which);
     for (int i = 0; i < (int)(sizeof Ts / sizeof Ts[0]); i++) {
         const dsf_geom *g = dsf_engram_cuda_wkv_geom(Ts[i]);
+        TEST_ASSERT_MSG(g, "%lld tokens: the role's name is not in the contract's list", (long long)Ts[i]);
+        if (!g) continue;
         TEST_ASSERT_MSG(!strcmp(g->name, want[i]), "%lld tokens: %s, not %s", (long long)Ts[i], g->name, want[i]);
         int rc = dsf_engram_wkv_cuda_v(NULL, g, buf, buf, buf, buf, (uint16_t *)buf, 0, 25600, 6144, DSF_ENG_REAL, &e);
         TEST_ASSERT_MSG(rc == 0, "%s: %s", g->name, e.msg);
-        TEST_ASSERT_MSG(in_contract(g, c, n), "%s is not among the contract's CUDA wkv geometries", g->name);
     }
 }
 
@@ -284,15 +276,16 @@ static void test_gate_geoms(void) {
     gate_refuses(&small, 0, "st_small", "40960");
     gate_refuses(&small, 0, "1024", "40960");
     gate_refuses(&kind, 0, "st_kind2", "no such kernel variant");
-    gate_refuses(dsf_engram_cuda_gate_geom(1), 1, dsf_engram_cuda_gate_geom(1)->name, "16-byte");
-    int n;
-    const dsf_geom *c = dsf_engram_gate_cuda_geoms(&n);
+    const dsf_geom *st = dsf_engram_cuda_gate_geom(1);
+    TEST_ASSERT_MSG(st, "1 token: the staged gate's name is not in the contract's list");
+    if (st) gate_refuses(st, 1, st->name, "16-byte");
     const int64_t Ts[] = {1, 64, DSF_ENG_GATE_STAGED_MAX, DSF_ENG_GATE_STAGED_MAX + 1, 4096};
     for (int i = 0; i < 5; i++) {
         const dsf_geom *g = dsf_engram_cuda_gate_geom(Ts[i]);
+        TEST_ASSERT_MSG(g, "%lld tokens: the role's name is not in the contract's list", (long long)Ts[i]);
+        if (!g) continue;
         TEST_ASSERT_MSG((g->p[1] == 1) == (Ts[i] <= DSF_ENG_GATE_STAGED_MAX), "%lld tokens: %s", (long long)Ts[i],
                         g->name);
-        TEST_ASSERT_MSG(in_contract(g, c, n), "%s is not among the contract's CUDA gate geometries", g->name);
     }
 }
 #endif

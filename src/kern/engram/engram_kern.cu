@@ -1,4 +1,6 @@
 // engram_embed_quant and engram_gate on CUDA: a warp per unit (a 32-block; a token's stream), fixed-order sums.
+#include <string.h>
+
 #include "kern/cuda_check.h"
 #include "kern/engram/engram_internal.h"
 
@@ -243,27 +245,44 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
 // The engine's geometries: the public roles (engram_kern.h), then wkv at 9-64 tokens, the staged gate, wkv by 128.
 static const int ROLE_WKV_64 = DSF_ENG_ROLE_GATE_WARP + 1, ROLE_GATE_STAGED = ROLE_WKV_64 + 1,
                  ROLE_WKV_TWO = ROLE_GATE_STAGED + 1, ROLES = ROLE_WKV_TWO + 1;
-static const dsf_geom engine_geoms[ROLES] = {
-    {"t256_w64", 256, 0, {64, 0, 0, 0}},                          // DSF_ENG_ROLE_EMBED_QUANT
-    {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},                // DSF_ENG_ROLE_WKV_DECODE: up to 8 tokens
-    {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},     // DSF_ENG_ROLE_WKV_PREFILL: tiles of 192 tokens
-    {"t256_w64", 256, 0, {64, 0, 0, 0}},                          // DSF_ENG_ROLE_GATE_WARP
-    {"wgt_w224_x1_ws2_pw4_s4_hs", 384, 153024, {4, 224, 1, 196}}, // ROLE_WKV_64: 9 to 64 tokens
-    {"st_t512_w8", 512, 40960, {8, 1}},                           // ROLE_GATE_STAGED
-    {"wgt_w128_x2_pw4_s4_db", 384, 140544, {4, 128, 2, 36}},      // ROLE_WKV_TWO: tiles of 128 tokens
+// Each role names a geometry of the contract's lists, so that the engine runs only geometries the contract checks.
+static const struct {
+    const char *name;
+    const dsf_geom *(*list)(int *n);
+} engine_roles[ROLES] = {
+    {"t256_w64", dsf_engram_embed_cuda_geoms},                // DSF_ENG_ROLE_EMBED_QUANT
+    {"wg_b8_w1_u1_s4", dsf_engram_wkv_cuda_geoms},            // DSF_ENG_ROLE_WKV_DECODE: up to 8 tokens
+    {"wgt_w128_x3_pw4_s4_hs", dsf_engram_wkv_cuda_geoms},     // DSF_ENG_ROLE_WKV_PREFILL: tiles of 192 tokens
+    {"t256_w64", dsf_engram_gate_cuda_geoms},                 // DSF_ENG_ROLE_GATE_WARP
+    {"wgt_w224_x1_ws2_pw4_s4_hs", dsf_engram_wkv_cuda_geoms}, // ROLE_WKV_64: 9 to 64 tokens
+    {"st_t512_w8", dsf_engram_gate_cuda_geoms},               // ROLE_GATE_STAGED
+    {"wgt_w128_x2_pw4_s4_db", dsf_engram_wkv_cuda_geoms},     // ROLE_WKV_TWO: tiles of 128 tokens
 };
 
+// A role's geometry, found once by name (threads that race store the same pointer); NULL if its list lacks it.
+static const dsf_geom *engine_geom(int role) {
+    static const dsf_geom *found[ROLES];
+    const dsf_geom *g = __atomic_load_n(&found[role], __ATOMIC_ACQUIRE);
+    if (g) return g;
+    int n = 0;
+    const dsf_geom *l = engine_roles[role].list(&n);
+    for (int i = 0; i < n && !g; i++)
+        if (!strcmp(l[i].name, engine_roles[role].name)) g = &l[i];
+    __atomic_store_n(&found[role], g, __ATOMIC_RELEASE);
+    return g;
+}
+
 extern "C" const dsf_geom *dsf_engram_cuda_geom(int which) {
-    return which >= 0 && which < ROLE_WKV_64 ? &engine_geoms[which] : NULL;
+    return which >= 0 && which < ROLE_WKV_64 ? engine_geom(which) : NULL;
 }
 
 extern "C" const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T) {
-    return &engine_geoms[T <= DSF_ENG_GATE_STAGED_MAX ? ROLE_GATE_STAGED : DSF_ENG_ROLE_GATE_WARP];
+    return engine_geom(T <= DSF_ENG_GATE_STAGED_MAX ? ROLE_GATE_STAGED : DSF_ENG_ROLE_GATE_WARP);
 }
 
 extern "C" const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T) {
-    if (T <= 64) return &engine_geoms[T <= 8 ? DSF_ENG_ROLE_WKV_DECODE : ROLE_WKV_64];
+    if (T <= 64) return engine_geom(T <= 8 ? DSF_ENG_ROLE_WKV_DECODE : ROLE_WKV_64);
     // Token tiles of 128 (two warpgroups) cost 100, of 192 (three, halves) 137, or 104 with one or two idle (perf.md).
     int64_t r = T % 192, three = 137 * (T / 192) + (r == 0 ? 0 : r <= 128 ? 104 : 137);
-    return &engine_geoms[100 * ((T + 127) / 128) < three ? ROLE_WKV_TWO : DSF_ENG_ROLE_WKV_PREFILL];
+    return engine_geom(100 * ((T + 127) / 128) < three ? ROLE_WKV_TWO : DSF_ENG_ROLE_WKV_PREFILL);
 }

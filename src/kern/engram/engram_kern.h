@@ -38,6 +38,8 @@ int dsf_engram_layer_cpu(dsf_pool *pool, const uint8_t *codes, const uint8_t *sc
 // The engine's geometries by role (every wkv geometry agrees, and every gate geometry): dsf_engram_cuda_geom's which.
 enum { DSF_ENG_ROLE_EMBED_QUANT, DSF_ENG_ROLE_WKV_DECODE, DSF_ENG_ROLE_WKV_PREFILL, DSF_ENG_ROLE_GATE_WARP };
 const dsf_geom *dsf_engram_cuda_geom(int which);
+// Every CUDA embed_quant geometry, the list the contract checks; *n gets its length.
+const dsf_geom *dsf_engram_embed_cuda_geoms(int *n);
 // Every CUDA wkv geometry, the list the contract checks (its gate 2: all give the same bits); *n gets its length.
 const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n);
 // The engine's gate geometry for T tokens: a block per (token, stream) up to this many tokens, else a warp.

@@ -165,6 +165,10 @@ DSF_ENG_ATTRS(embed_attrs_wrong, 0, DSF_ENG_WRONG)
 static const dsf_geom warp_cuda_geoms[] = {
     {"t32_w1", 32, 0, {1}}, {"t128_w4", 128, 0, {4}}, {"t256_w64", 256, 0, {64}}, {"t1024_w2", 1024, 0, {2}},
 };
+const dsf_geom *dsf_engram_embed_cuda_geoms(int *n) {
+    *n = DSF_ENG_LEN(warp_cuda_geoms);
+    return warp_cuda_geoms;
+}
 static const dsf_geom warp_cuda_big[] = {
     {"t32_w1", 32, 0, {1}},
     {"t256_w64_smem200k", 256, 200 * 1024, {64}},
