@@ -182,6 +182,11 @@ static int fake_attrs(const dsf_geom *g, dsf_func_attrs *a, dsf_err *e) {
     return 0;
 }
 
+static int failing_attrs(const dsf_geom *g, dsf_func_attrs *a, dsf_err *e) {
+    (void)a;
+    return dsf_fail(e, "no attributes for %s", g->name);
+}
+
 static void test_limits(void) {
     static const dsf_geom ok[] = {{"b256", 256, 16384, {64}}};
     static const dsf_geom big_smem[] = {{"smem200k", 256, 200 * 1024, {32}}};
@@ -208,6 +213,17 @@ static void test_limits(void) {
     d[0] = 0;
     im.geoms = ok, im.target = "sm90";
     TEST_ASSERT_MSG(dsf_contract_limits(&im, 0, d, sizeof d) == 1 && strstr(d, "sm90 is not in the limits"), "%s", d);
+    // Attributes that cannot be read on a GPU are a problem that says why; two problems are joined by "; ".
+    const char *one = "k b256: attributes unreadable: no attributes for b256";
+    const char *two = "k t0: attributes unreadable: no attributes for t0; "
+                      "k t0: declares 0 threads per block (at least 1)";
+    static const dsf_geom none[] = {{"t0", 0, 0, {32}}};
+    d[0] = 0;
+    im.target = NULL, im.attrs = failing_attrs;
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 1, d, sizeof d) == 1 && !strcmp(d, one), "%s", d);
+    d[0] = 0;
+    im.geoms = none;
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 1, d, sizeof d) == 2 && !strcmp(d, two), "%s", d);
 }
 
 // Two more launched functions: one of 64 threads, one of p[1] threads and p[2] bytes of smem; p[1] < 0 fails.

@@ -1,3 +1,4 @@
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,11 +22,16 @@ static const target targets[] = {
 
 size_t dsf_contract_target_count(void) { return sizeof targets / sizeof targets[0]; }
 
-static void add(char *detail, size_t n, const char *fmt, const char *a, const char *b, long v, long lim) {
+// One problem appended to detail ("; " between problems), printf-style; the compiler checks the arguments.
+__attribute__((format(printf, 3, 4))) static void add(char *detail, size_t n, const char *fmt, ...) {
     size_t len = strlen(detail);
     if (len + 2 >= n) return;
     if (len) len += (size_t)snprintf(detail + len, n - len, "; ");
-    if (len < n) snprintf(detail + len, n - len, fmt, a, b, v, lim);
+    if (len >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail + len, n - len, fmt, ap);
+    va_end(ap);
 }
 
 // Registers are allocated per warp in units of 256; a block fits only if all its warps' registers fit the file.
@@ -45,7 +51,7 @@ static int check_fn(const dsf_impl *im, const dsf_geom *g, const char *fn, long 
     else
         snprintf(who, sizeof who, "%s", g->name);
     if (measured && fa->max_threads_per_block < threads) {
-        add(detail, n, "%s %s: %ld threads exceed the compiled function's %ld", im->name, who, threads,
+        add(detail, n, "%s %s: %ld threads exceed the compiled function's %d", im->name, who, threads,
             fa->max_threads_per_block);
         problems++;
     }
@@ -54,19 +60,19 @@ static int check_fn(const dsf_impl *im, const dsf_geom *g, const char *fn, long 
         if (im->target && strcmp(im->target, tg->name)) continue;
         long smem = dyn_smem + fa->static_smem;
         if (threads > tg->max_threads) {
-            add(detail, n, "%s %s: threads %ld over the limit %ld", tg->name, who, threads, tg->max_threads);
+            add(detail, n, "%s %s: threads %ld over the limit %d", tg->name, who, threads, tg->max_threads);
             problems++;
         }
         if (smem > tg->smem_optin) {
-            add(detail, n, "%s %s: shared memory %ld over the limit %ld", tg->name, who, smem, tg->smem_optin);
+            add(detail, n, "%s %s: shared memory %ld over the limit %d", tg->name, who, smem, tg->smem_optin);
             problems++;
         }
         if (measured && fa->regs_per_thread > tg->max_regs) {
-            add(detail, n, "%s %s: registers %ld over the limit %ld", tg->name, who, fa->regs_per_thread, tg->max_regs);
+            add(detail, n, "%s %s: registers %d over the limit %d", tg->name, who, fa->regs_per_thread, tg->max_regs);
             problems++;
         }
         if (measured && block_regs(fa->regs_per_thread, (int)threads) > tg->regfile) {
-            add(detail, n, "%s %s: block needs %ld registers, file holds %ld", tg->name, who,
+            add(detail, n, "%s %s: block needs %ld registers, file holds %d", tg->name, who,
                 block_regs(fa->regs_per_thread, (int)threads), tg->regfile);
             problems++;
         }
@@ -82,21 +88,18 @@ int dsf_contract_limits(const dsf_impl *im, int have_gpu, char *detail, size_t n
         dsf_err e = {{0}};
         int measured = have_gpu && im->attrs && im->attrs(g, &fa, &e) == 0;
         if (have_gpu && im->attrs && !measured) {
-            add(detail, n, "%s %s: attributes unreadable (%ld, %ld)", im->name, g->name, 0, 0);
+            add(detail, n, "%s %s: attributes unreadable: %s", im->name, g->name, e.msg);
             problems++;
         }
         if (g->threads <= 0) {
-            add(detail, n, "%s %s: declares %ld threads per block (limit %ld)", im->name, g->name, g->threads, 1);
+            add(detail, n, "%s %s: declares %d threads per block (at least 1)", im->name, g->name, g->threads);
             problems++;
         }
         int known = !im->target;
         for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++)
             known |= im->target && !strcmp(im->target, targets[t].name);
         if (!known) {
-            size_t len = strlen(detail);
-            if (len + 2 < n)
-                snprintf(detail + len, n - len, "%s%s %s: target %s is not in the limits table", len ? "; " : "",
-                         im->name, g->name, im->target);
+            add(detail, n, "%s %s: target %s is not in the limits table", im->name, g->name, im->target);
             problems++;
         }
         problems += check_fn(im, g, NULL, g->threads, g->dyn_smem, &fa, measured, detail, n);
@@ -104,10 +107,7 @@ int dsf_contract_limits(const dsf_impl *im, int have_gpu, char *detail, size_t n
         dsf_launch more[8];
         int k = im->launches(g, have_gpu, more, 8, &e);
         if (k < 0) {
-            size_t len = strlen(detail);
-            if (len + 2 < n)
-                snprintf(detail + len, n - len, "%s%s %s: its other launches unreadable: %s", len ? "; " : "",
-                         im->name, g->name, e.msg);
+            add(detail, n, "%s %s: its other launches unreadable: %s", im->name, g->name, e.msg);
             problems++;
         }
         for (int i = 0; i < k && i < 8; i++) {
