@@ -224,6 +224,11 @@ static void test_limits(void) {
     d[0] = 0;
     im.geoms = none;
     TEST_ASSERT_MSG(dsf_contract_limits(&im, 1, d, sizeof d) == 2 && !strcmp(d, two), "%s", d);
+    // A buffer with no room for a second problem keeps the first whole and no dangling separator.
+    size_t first = strlen(two) - strlen("; k t0: declares 0 threads per block (at least 1)");
+    d[0] = 0;
+    TEST_ASSERT_MSG(dsf_contract_limits(&im, 1, d, first + 3) == 2 && strlen(d) == first && !strncmp(d, two, first),
+                    "%s", d);
 }
 
 // Two more launched functions: one of 64 threads, one of p[1] threads and p[2] bytes of smem; p[1] < 0 fails.

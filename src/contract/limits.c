@@ -25,9 +25,8 @@ size_t dsf_contract_target_count(void) { return sizeof targets / sizeof targets[
 // One problem appended to detail ("; " between problems), printf-style; the compiler checks the arguments.
 __attribute__((format(printf, 3, 4))) static void add(char *detail, size_t n, const char *fmt, ...) {
     size_t len = strlen(detail);
-    if (len + 2 >= n) return;
+    if (len + (len ? 3 : 1) >= n) return; // room for the separator and at least one character of the problem
     if (len) len += (size_t)snprintf(detail + len, n - len, "; ");
-    if (len >= n) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(detail + len, n - len, fmt, ap);

@@ -259,17 +259,14 @@ static const struct {
     {"wgt_w128_x2_pw4_s4_db", dsf_engram_wkv_cuda_geoms},     // ROLE_WKV_TWO: tiles of 128 tokens
 };
 
-// A role's geometry, found once by name (threads that race store the same pointer); NULL if its list lacks it.
+// A role's geometry, found by name in its list (a role whose name is missing there is a broken build: it aborts).
 static const dsf_geom *engine_geom(int role) {
-    static const dsf_geom *found[ROLES];
-    const dsf_geom *g = __atomic_load_n(&found[role], __ATOMIC_ACQUIRE);
-    if (g) return g;
     int n = 0;
     const dsf_geom *l = engine_roles[role].list(&n);
-    for (int i = 0; i < n && !g; i++)
-        if (!strcmp(l[i].name, engine_roles[role].name)) g = &l[i];
-    __atomic_store_n(&found[role], g, __ATOMIC_RELEASE);
-    return g;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(l[i].name, engine_roles[role].name)) return &l[i];
+    DSF_ASSERT(!"an engine role names a geometry its contract list lacks");
+    return NULL;
 }
 
 extern "C" const dsf_geom *dsf_engram_cuda_geom(int which) {
