@@ -292,6 +292,9 @@ static const void *gemm_fn(int tile, int kt16) {
     return (const void *)cmp_gemm<32, 64, 8>;
 }
 
+// The GEMM tile's rows, which are also its threads (a thread's 8x8 outputs over 64 columns): tile 1 64, tile 0 32.
+static int gemm_rows(int tile) { return tile ? 64 : 32; }
+
 // Blocks of cmp_fused the device holds at once (cached per device, threads and dynamic shared memory).
 static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     static int key[16][3], val[16], n;
@@ -351,7 +354,7 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     unsigned ew = g->p[2] ? (unsigned)g->p[2] : ey >= 8 * 128 ? 8 : ey >= 4 * 128 ? 4 : ey >= 2 * 128 ? 2 : 1;
     if ((split ? ey : (ey + ew - 1) / ew) > 65535)
         return dsf_fail(e, "compressor: %u entry slots in one segment exceed the grid's y dimension; split the call", ey);
-    int bm = g->p[1] ? 64 : 32, kt16 = L->dim / DSF_CMP_SLICES % 16 == 0;
+    int bm = gemm_rows(g->p[1]), kt16 = L->dim / DSF_CMP_SLICES % 16 == 0;
     void *gargs[] = {&l, &bb, &ws, &fault, &skip};
     if (launch(gemm_fn(g->p[1], kt16), dim3((unsigned)((O + 63) / 64), (unsigned)((b->rows + bm - 1) / bm)), bm,
                g->dyn_smem, stream, gargs, "cmp_gemm", e))
@@ -392,7 +395,7 @@ extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *
 // The functions a geometry can launch besides the one dsf_cmp_cuda_attrs reads, each with its block and shared memory.
 extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
     if (geom_check(g, e)) return -1;
-    int tiled = g->p[0] == 2, bm = g->p[1] ? 64 : 32, ew = g->p[2] ? g->p[2] : EW;
+    int tiled = g->p[0] == 2, bm = gemm_rows(g->p[1]), ew = g->p[2] ? g->p[2] : EW;
     // The main function (dsf_cmp_cuda_attrs) is checked at g->threads, at least the tiled GEMM's bm: not listed again.
     const void *main_fn = tiled ? gemm_fn(g->p[1], 1) : (const void *)cmp_fused;
     // The tiled path's (any geometry's at many rows): both GEMM K tiles, pooling, emission, rows; the ring reset.
