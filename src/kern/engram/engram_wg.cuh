@@ -110,6 +110,21 @@ __device__ __forceinline__ void eng_tma(void *dst, const CUtensorMap *m, int x, 
                  : "memory");
 }
 
+// The L2 policy of eng_tma_once: its lines are evicted first.
+__device__ __forceinline__ uint64_t eng_evict_first() {
+    uint64_t p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+
+// eng_tma for bytes the call reads once (weights with one token tile): evicted first, so they displace nothing else.
+__device__ __forceinline__ void eng_tma_once(void *dst, const CUtensorMap *m, int x, int y, uint64_t *b, uint64_t pol) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], "
+                 "[%1, {%2, %3}], [%4], %5;\n" ::"r"(eng_smem(dst)),
+                 "l"((uint64_t)m), "r"(x), "r"(y), "r"(eng_smem(b)), "l"(pol)
+                 : "memory");
+}
+
 // K-major operand in 128-byte swizzle: 8-row atoms 1024 bytes apart; a K offset is added to the start address.
 __device__ __forceinline__ uint64_t eng_desc(const void *p) {
     return (uint64_t)((eng_smem(p) & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
