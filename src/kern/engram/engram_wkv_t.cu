@@ -125,28 +125,23 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
     // Block j + 1's scales are read before block j's wait (AHEAD) where the block's scale groups are whole (perf.md).
     enum { AHEAD = BW % 32 == 0 };
     if (nfull && AHEAD) fetch(0);
+    // Block j (0-2) of a stage in set dd: promoted while block j + 1 runs, then block j + 2 issued into dd (to 3).
+    auto step = [&](int j, float(&dd)[R], int next) {
+        if (!AHEAD) fetch(j);
+        mult(s);
+        if (AHEAD) fetch(j + 1);
+        eng_wg_wait<1>();
+        promote(dd, s);
+        if (next) issue(j + 2, dd);
+    };
     // Two accumulator sets: block j's product runs while block j - 1 is promoted; none crosses the back edge.
     for (; kt < nfull; kt++) {
         split_at(kt);
         issue(0, d[0]);
         issue(1, d[DB]);
-        if (!AHEAD) fetch(0);
-        mult(s);
-        if (AHEAD) fetch(1);
-        eng_wg_wait<1>();
-        promote(d[0], s);
-        issue(2, d[0]);
-        if (!AHEAD) fetch(1);
-        mult(s);
-        if (AHEAD) fetch(2);
-        eng_wg_wait<1>();
-        promote(d[DB], s);
-        issue(3, d[DB]);
-        if (!AHEAD) fetch(2);
-        mult(s);
-        if (AHEAD) fetch(3);
-        eng_wg_wait<1>();
-        promote(d[0], s);
+        step(0, d[0], 1);
+        step(1, d[DB], 1);
+        step(2, d[0], 0);
         if (!AHEAD) fetch(3);
         mult(s);
         eng_wg_wait<0>();
@@ -236,7 +231,7 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
         // The slot's last products are in registers: hand it back before promoting them.
         eng_mbar_arrive(&empty[ring.slot]);
         advance(kt);
-        if (kt + 1 < KT) fetch(0);
+        if (kt + 1 < KB / 4) fetch(0); // a tail stage reads its blocks' scales itself
         promote(U - 1, s);
     }
     for (; kt < KT; kt++) {
