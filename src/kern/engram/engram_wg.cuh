@@ -117,7 +117,7 @@ __device__ __forceinline__ uint64_t eng_evict_first() {
     return p;
 }
 
-// eng_tma for bytes the call reads once (weights with one token tile): evicted first, so they displace nothing else.
+// eng_tma for bytes the call reads once (weights with one token tile): evicted before other lines of L2.
 __device__ __forceinline__ void eng_tma_once(void *dst, const CUtensorMap *m, int x, int y, uint64_t *b, uint64_t pol) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], "
                  "[%1, {%2, %3}], [%4], %5;\n" ::"r"(eng_smem(dst)),
