@@ -14,6 +14,9 @@
 #include "bench_util.h"
 #endif
 
+// The most tokens a GPU call here takes (the buffers' size).
+enum { TOKENS_MAX = 4096 };
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -79,7 +82,7 @@ typedef struct gpu {
     int32_t *img;
 } gpu;
 
-enum { K = 6144, N = 25600, D = 5120, HC = 4, TMAX = 4096 };
+enum { K = 6144, N = 25600, D = 5120, HC = 4, TMAX = TOKENS_MAX };
 
 static void fill_dev(void *d, size_t n, int kind) {
     uint8_t *h = malloc(n);
@@ -167,23 +170,24 @@ static void bench_gpu(int only_T, const char *only_geom) {
     printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
     int NG;
     const dsf_geom *geoms = dsf_engram_wkv_cuda_geoms(&NG);
-    // Prefill times only the tokens-as-A kernels; every size checks the first geometry against the last bit for bit.
-    if (only_T > 0) {
+    // Above 256 tokens only the tokens-as-A kernels run; every size checks the first geometry against the last.
+    if (only_T > 0 && only_geom) {
         for (int gi = 0; gi < NG; gi++)
-            if (!strcmp(geoms[gi].name, only_geom) && only_T <= TMAX) {
+            if (!strcmp(geoms[gi].name, only_geom)) {
                 printf("BENCH wkv_t%d_%s_us %.2f\n", only_T, only_geom, time_run(&G, 0, &geoms[gi], only_T, 0) * 1e6);
                 return;
             }
-        fprintf(stderr, "bench_engram: no geometry %s, or %d tokens is past %d\n", only_geom, only_T, TMAX);
+        fprintf(stderr, "bench_engram: no geometry %s\n", only_geom);
         exit(2);
     }
-    int Ts[] = {1, 8, 64, 4096};
-    for (int ti = 0; ti < 4; ti++) {
+    int Ts[] = {1, 8, 64, 4096}, nT = 4;
+    if (only_T > 0) Ts[0] = only_T, nT = 1;
+    for (int ti = 0; ti < nT; ti++) {
         int T = Ts[ti];
         double best = 1e9;
         const char *bname = "";
         for (int gi = 0; gi < NG; gi++) {
-            if (T == 4096 && geoms[gi].p[0] == 3) continue;
+            if (T > 256 && geoms[gi].p[0] == 3) continue;
             double t = time_run(&G, 0, &geoms[gi], T, 0);
             printf("BENCH wkv_t%d_%s_us %.2f\n", T, geoms[gi].name, t * 1e6);
             if (t < best) best = t, bname = geoms[gi].name;
@@ -219,10 +223,14 @@ static void bench_gpu(int only_T, const char *only_geom) {
 }
 #endif
 
-// bench_engram [ROWS [TOKENS GEOMETRY]]: ROWS sizes the gather table; TOKENS and GEOMETRY time one wkv case only.
+// bench_engram [ROWS [TOKENS [GEOMETRY]]]: gather table rows; TOKENS: that size only; GEOMETRY: one wkv case.
 int main(int argc, char **argv) {
     int64_t rows = argc > 1 ? atoll(argv[1]) : 4000000;
-    int only_T = argc > 3 ? atoi(argv[2]) : 0;
+    int only_T = argc > 2 ? atoi(argv[2]) : 0;
+    if (argc > 2 && (only_T < 1 || only_T > TOKENS_MAX)) {
+        fprintf(stderr, "bench_engram: TOKENS is %s; it must be 1 to %d\n", argv[2], TOKENS_MAX);
+        return 2;
+    }
     if (only_T <= 0) {
         printf("BENCH gather_table_rows %lld\n", (long long)rows);
         bench_gather(rows);
