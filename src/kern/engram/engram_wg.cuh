@@ -110,15 +110,16 @@ __device__ __forceinline__ void eng_tma(void *dst, const CUtensorMap *m, int x, 
                  : "memory");
 }
 
-// The L2 policy of eng_tma_once: its lines are evicted first.
+// The L2 policy of eng_tma_w's weight boxes read once: their lines are evicted before others.
 __device__ __forceinline__ uint64_t eng_evict_first() {
     uint64_t p;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
     return p;
 }
 
-// eng_tma for bytes the call reads once (weights with one token tile): evicted before other lines of L2.
-__device__ __forceinline__ void eng_tma_once(void *dst, const CUtensorMap *m, int x, int y, uint64_t *b, uint64_t pol) {
+// A weight box: under pol (eng_evict_first) where the grid's x (token tiles) is 1 (read once per call), else plain.
+__device__ __forceinline__ void eng_tma_w(void *dst, const CUtensorMap *m, int x, int y, uint64_t *b, uint64_t pol) {
+    if (gridDim.x != 1) return eng_tma(dst, m, x, y, b);
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], "
                  "[%1, {%2, %3}], [%4], %5;\n" ::"r"(eng_smem(dst)),
                  "l"((uint64_t)m), "r"(x), "r"(y), "r"(eng_smem(b)), "l"(pol)

@@ -27,8 +27,6 @@ __global__ void __launch_bounds__(128 * NWG + 32)
     if (warp == 4 * NWG) {
         // Producer: lane 0 starts a stage's 2U tensor copies, the other lanes write its scales, once its slot is free.
         uint64_t pol = eng_evict_first();
-        // The weights are read once where the grid has one token tile (its x), else from L2 by every token tile.
-        int once = gridDim.x == 1;
         for (int kt = 0; kt < KT; kt++) {
             int s = kt % stages, use = kt / stages;
             uint8_t *st = base + (size_t)s * STAGE;
@@ -50,10 +48,7 @@ __global__ void __launch_bounds__(128 * NWG + 32)
             if (lane == 0) {
                 eng_mbar_expect(&full[s], STAGE);
                 for (int u = 0; u < U; u++) {
-                    if (once)
-                        eng_tma_once(st + u * BM * ENG_ATOM, &tw, (kt * U + u) * ENG_ATOM, (int)n0, &full[s], pol);
-                    else
-                        eng_tma(st + u * BM * ENG_ATOM, &tw, (kt * U + u) * ENG_ATOM, (int)n0, &full[s]);
+                    eng_tma_w(st + u * BM * ENG_ATOM, &tw, (kt * U + u) * ENG_ATOM, (int)n0, &full[s], pol);
                     eng_tma(st + SA + u * BN * ENG_ATOM, &tx, (kt * U + u) * ENG_ATOM, (int)t0, &full[s]);
                 }
                 continue;

@@ -305,8 +305,6 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
             wr[r] = p > 0 && i < 4 * RB && n < N ? ws + (n / 32) * KB + i / RB : NULL;
         }
         uint64_t pol = eng_evict_first();
-        // The weights are read once where the grid has one token tile (its x), else from L2 by every token tile.
-        int once = gridDim.x == 1;
         for (int kt = 0, s = 0, use = 0; kt < KT; kt++, s = s + 1 < stages ? s + 1 : (use++, 0)) {
             uint8_t *st = base + (size_t)s * STAGE, *sc = scl + (size_t)s * SCB;
             // A stage's scales are read from global memory before its slot is free, so that wait hides their latency.
@@ -329,10 +327,7 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
             if (p == 0) {
                 eng_mbar_expect(&full[s], STAGE);
                 eng_tma(st, &tx, kt * ENG_ATOM, (int)t0, &full[s]);
-                if (once)
-                    eng_tma_once(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s], pol);
-                else
-                    eng_tma(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s]);
+                eng_tma_w(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s], pol);
                 continue;
             }
 #pragma unroll
