@@ -30,10 +30,12 @@ typedef struct bctx {
     float *probe;
 } bctx;
 
+static dsf_geom geom; // dsf_cmp_geom_cuda, or the path and tile given on the command line
+
 static int run_cmp(void *p) {
     bctx *c = p;
     dsf_err e = {{0}};
-    if (dsf_cmp_run_cuda(c->st, &dsf_cmp_geom_cuda, &c->L, &c->b, c->scratch, c->scratch_bytes, &e)) {
+    if (dsf_cmp_run_cuda(c->st, &geom, &c->L, &c->b, c->scratch, c->scratch_bytes, &e)) {
         fprintf(stderr, "compressor: %s\n", e.msg);
         return -1;
     }
@@ -95,7 +97,16 @@ int main(int argc, char **argv) {
         {"v4_r4", 4, 1, 0, 4096, 512, DSF_CMP_Q_FP8_NOPE},   {"v4_r4_idx", 4, 1, 0, 4096, 128, DSF_CMP_Q_HAD_FP4},
         {"v4_r128", 128, 0, 0, 4096, 512, DSF_CMP_Q_FP8_NOPE},
     };
-    const int rows_of[] = {1, 8, 64, 4096, 1, 8, 64};
+    int rows_of[] = {1, 8, 64, 4096, 1, 8, 64}, n_rows = 7;
+    geom = dsf_cmp_geom_cuda;
+    if (argc > 2) geom.p[0] = atoi(argv[2]);
+    if (argc > 3) geom.p[1] = atoi(argv[3]);
+    if (argc > 4) rows_of[0] = atoi(argv[4]), n_rows = 1;
+    if (argc > 5) geom.p[3] = atoi(argv[5]);
+    if (argc > 6 || geom.p[3] < 0 || geom.p[3] > 64 || geom.p[0] < 0 || geom.p[0] > 3 || geom.p[1] < 0 || geom.p[1] > 1 || rows_of[0] < 1 || rows_of[0] > 4096) {
+        fprintf(stderr, "usage: bench_compress [VARIANT [PATH 0-3 [TILE 0-1 [ROWS 1-4096 [GEMV_ROWS 0-64]]]]]\n");
+        return 2;
+    }
     int dev;
     if (cudaGetDevice(&dev) != cudaSuccess) {
         printf("BENCH gpu none\n");
@@ -107,7 +118,8 @@ int main(int argc, char **argv) {
     CK(cudaMalloc((void **)&c.probe, 16));
     double copy_gbs = dsf_bench_copy_gbps(c.st, (size_t)1 << 30, 3, TRIALS, REPS);
     double fma_tf = 132.0 * 16 * 256 * 4096 * 8 * 2 / (time_us(c.st, run_probe, &c) * 1e6);
-    printf("copy %.0f GB/s (read+write), fp32 FMA %.1f TFLOP/s\n", copy_gbs, fma_tf);
+    printf("copy %.0f GB/s (read+write), fp32 FMA %.1f TFLOP/s; path %d tile %d gemv %d\n", copy_gbs, fma_tf, geom.p[0], geom.p[1],
+           geom.p[3]);
     printf("%-10s %5s %10s %10s %10s %9s %8s %8s %8s\n", "variant", "rows", "median_us", "MB", "GFLOP", "GB/s",
            "bw_ratio", "TFLOP/s", "fma_rat");
     for (size_t vi = 0; vi < sizeof vs / sizeof vs[0]; vi++) {
@@ -129,8 +141,9 @@ int main(int argc, char **argv) {
             L->w.ape = ape;
         }
         if (L->ik) L->w.wk = dev_rand((size_t)L->ik * v->d), L->w.k_norm = dev_rand((size_t)L->ik);
-        for (int ri = 0; ri < 7; ri++) {
-            int rows = rows_of[ri], S = ri == 3 ? 1 : rows, len = rows / S, quiet = ri > 3;
+        for (int ri = 0; ri < n_rows; ri++) {
+            int rows = rows_of[ri], pre = ri == 3 || (n_rows == 1 && rows > 64), S = pre ? 1 : rows, len = rows / S;
+            int quiet = ri > 3;
             if (quiet && v->ratio == 1) continue;
             int64_t E = dsf_cmp_entry_slots(v->ratio, len);
             size_t rf = dsf_cmp_ring_floats(L);
@@ -146,7 +159,7 @@ int main(int argc, char **argv) {
             for (int s = 0; s <= S; s++) {
                 row0[s] = s * len;
                 if (s == S) break;
-                pos[s] = ri == 3 ? 0 : (int64_t)(1000 + s) * v->ratio + v->ratio - 1 - quiet;
+                pos[s] = pre ? 0 : (int64_t)(1000 + s) * v->ratio + v->ratio - 1 - quiet;
                 j0[s] = pos[s] / v->ratio;
                 ptr[s] = rings + (size_t)s * rf, ptr[S + s] = kv + (size_t)(s * E * v->d), ptr[2 * S + s] = ik + s * E * 128;
             }
@@ -166,10 +179,10 @@ int main(int argc, char **argv) {
             CK(cudaMalloc(&c.scratch, c.scratch_bytes));
             CK(cudaMemset(c.scratch, 0, c.scratch_bytes));
             double us = time_us(c.st, run_cmp, &c);
-            int64_t em = ri == 3 ? rows / v->ratio : quiet ? 0 : S;
+            int64_t em = pre ? rows / v->ratio : quiet ? 0 : S;
             double bytes = 2.0 * O * v->D + 2.0 * rows * v->D + (v->ratio > 1 ? 4.0 * O * (rows < S * L->cap ? rows : S * L->cap) : 0) +
                            2.0 * em * (v->d + L->ik) + (L->ik && em ? 2.0 * L->ik * v->d : 0) +
-                           (ri == 3 ? 0.0 : 8.0 * em * v->d * ((v->overlap ? 2 : 1) * v->ratio - 1));
+                           (pre ? 0.0 : 8.0 * em * v->d * ((v->overlap ? 2 : 1) * v->ratio - 1));
             double flops = 2.0 * rows * O * v->D + 2.0 * em * L->ik * v->d;
             printf("%-10s %4d%c %10.2f %10.2f %10.3f %9.0f %8.2f %8.2f %8.2f\n", v->name, rows, quiet ? 'q' : ' ', us, bytes / 1e6, flops / 1e9,
                    bytes / (us * 1e3), (bytes / (copy_gbs * 1e3)) / us, flops / (us * 1e6), flops / (us * 1e6) / fma_tf);

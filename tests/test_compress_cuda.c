@@ -1,9 +1,10 @@
-// The compressor on CUDA: chunkings across fused and tiled geometries, batches and rollback give identical bits.
+// The compressor on CUDA: chunkings across fused, sliced and tiled geometries, batches and rollback: identical bits.
 #include "test_compress_sim.h"
 
 static const dsf_geom geoms[] = {{"fused_t128", 128, 0, {1, 0}},         {"tiled64_t128_e5", 128, 0, {2, 0, 5}},
                                  {"auto_t256", 256, 0, {0, 1}},          {"tiled128_t256", 256, 0, {2, 1}},
-                                 {"fused_t64", 64, 0, {1, 0}}};
+                                 {"fused_t64", 64, 0, {1, 0}},           {"sliced_gemv_t128", 128, 0, {3, 0, 0, 64}},
+                                 {"sliced64_t256", 256, 0, {3, 1}}};
 
 static const sim_variant small[] = {
     {"v41_r2", 2, 0, DSF_CMP_Q_FP4_E4M3, 1, 256, 128, 1500},   {"v41_r1", 1, 0, DSF_CMP_Q_FP4_E4M3, 1, 256, 128, 1100},
@@ -20,15 +21,20 @@ static const sim_variant real[] = {
 static void test_chunkings(void) {
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms, 5);
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &real[i], geoms, 5);
+    for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 1, 5); // sliced GEMV: 64 rows
+    for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 2, 5); // sliced SGEMM: 64 rows
 }
 
 static void test_batch(void) {
     for (int i = 0; i < 5; i++) sim_test_batch(DSF_BACKEND_CUDA, &small[i], &geoms[2]);
     for (int i = 0; i < 5; i++) sim_test_batch(DSF_BACKEND_CUDA, &small[i], &geoms[0]);
+    for (int i = 0; i < 5; i++) sim_test_batch(DSF_BACKEND_CUDA, &small[i], &geoms[5]);
+    for (int i = 0; i < 5; i++) sim_test_batch(DSF_BACKEND_CUDA, &small[i], &geoms[6]);
 }
 
 static void test_rollback(void) {
     for (int i = 0; i < 5; i++) sim_test_rollback(DSF_BACKEND_CUDA, &small[i], &geoms[2]);
+    for (int i = 0; i < 5; i++) sim_test_rollback(DSF_BACKEND_CUDA, &small[i], &geoms[5]);
 }
 
 static void test_ref(void) {

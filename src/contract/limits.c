@@ -4,6 +4,9 @@
 
 #include "contract/runner.h"
 
+// The most functions an implementation's launches hook may list beside its main one.
+enum { MAX_LAUNCHES = 16 };
+
 // Per-target limits from the CUDA C Programming Guide's compute-capability tables (docs/kernel-contract.md).
 typedef struct target {
     const char *name;
@@ -103,13 +106,13 @@ int dsf_contract_limits(const dsf_impl *im, int have_gpu, char *detail, size_t n
         }
         problems += check_fn(im, g, NULL, g->threads, g->dyn_smem, &fa, measured, detail, n);
         if (!im->launches) continue;
-        dsf_launch more[8];
-        int k = im->launches(g, have_gpu, more, 8, &e);
+        dsf_launch more[MAX_LAUNCHES];
+        int k = im->launches(g, have_gpu, more, MAX_LAUNCHES, &e);
         if (k < 0) {
             add(detail, n, "%s %s: its other launches unreadable: %s", im->name, g->name, e.msg);
             problems++;
         }
-        for (int i = 0; i < k && i < 8; i++) {
+        for (int i = 0; i < k && i < MAX_LAUNCHES; i++) {
             const dsf_launch *l = &more[i];
             problems += check_fn(im, g, l->fn, l->threads, l->dyn_smem, &l->fa, have_gpu, detail, n);
         }

@@ -1,5 +1,6 @@
 // The compressor on CUDA: fused decode (GEMV, then the last arrivals emit), tiled prefill (SGEMM, emit, ring rows).
 #include "kern/compress/compress_emit_warp.cuh"
+#include "kern/compress/compress_sgemv.cuh"
 #include "kern/cuda_check.h"
 
 // Counters: arrivals, departures, then one ticket per row; then ws [rows, O] and pooled channels [max(rows, 64), d].
@@ -78,16 +79,30 @@ __device__ static void wait_projections(unsigned *ctr, unsigned G, unsigned ne) 
     __threadfence();
 }
 
-// Fused decode: G blocks project and arrive; the rows*pc blocks after them prepare, wait for the G arrivals, emit.
+// Fused decode: G blocks project (FOLD: fold part's slice chains) and arrive; rows*pc blocks prepare, wait, emit.
+template <bool FOLD>
 __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, float *pooled,
-                                                    unsigned *ctr, int fault, int wide, int skip, int pc) {
+                                                    unsigned *ctr, int fault, int wide, int skip, int pc,
+                                                    const float *part) {
     __shared__ emit_smem sm;
     int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, S = D / DSF_CMP_SLICES;
     int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, o = blockIdx.x * nw + warp;
-    int G = (O + nw - 1) / nw, ne = (int)b.rows * pc;
+    int64_t ro = b.rows * O;
+    int G = FOLD ? (int)((ro + blockDim.x - 1) / blockDim.x) : (O + nw - 1) / nw, ne = (int)b.rows * pc;
     if ((int)blockIdx.x < G) {
+        int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        if (FOLD && i < ro) {
+            float p[DSF_CMP_SLICES];
+#pragma unroll
+            for (int s = 0; s < DSF_CMP_SLICES; s++) p[s] = __ldcg(part + s * ro + i);
+            float tot = p[0];
+#pragma unroll
+            for (int s = 1; s < DSF_CMP_SLICES; s++)
+                if (s < DSF_CMP_SLICES - skip) tot = DSF_CMP_ADD(tot, p[s]);
+            store_proj(L, b, ws, O, i / O, (int)(i % O), tot, fault, L.ratio > 1);
+        }
         const uint16_t *w = o < O ? (o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D) + lane * S : NULL;
-        for (int64_t t0 = 0; t0 < b.rows; t0 += TCH) {
+        for (int64_t t0 = 0; !FOLD && t0 < b.rows; t0 += TCH) {
             int nr = b.rows - t0 < TCH ? (int)(b.rows - t0) : TCH;
             float acc[TCH];
 #pragma unroll
@@ -143,9 +158,20 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     emit_finish(L, fault, sm);
 }
 
-// Tiled prefill, thread 8x8 in two 4-wide halves; K tiles stay inside a slice, slice partials folded left into Ts.
-template <int BM, int BN, int KT>
-__global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, int fault, int skip) {
+// Calls f(i, j, row, o) for a GEMM thread's 8x8 outputs: two 4-wide halves of its rows and of its columns.
+template <int BM, int BN, class F>
+__device__ __forceinline__ static void each_out(int64_t r0, int o0, int tx, int ty, F f) {
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            f(i, j, r0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4), o0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4));
+}
+
+// Tiled SGEMM, thread 8x8 in 4-wide halves; K tiles inside a slice, folded left into Ts (SL: slice z into part).
+template <int BM, int BN, int KT, bool SL>
+__global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, int fault, int skip,
+                                                   float *part) {
     enum { NT = BM * BN / 64, CPR = KT / 8, RA = BM / NT, RB = BN / NT };
     static_assert(BM % NT == 0 && BN % NT == 0, "each thread stages whole rows of both operands");
     __shared__ __align__(16) float As[KT][BM];
@@ -158,19 +184,20 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
     int pt = (tid & ~31) | (l & 1) | (l >> 1 & 2) | (l >> 2 & 4) | (l << 2 & 8) | (l << 1 & 16);
     int tx = pt & 7, ty = pt >> 3;
     int64_t r0 = (int64_t)blockIdx.y * BM;
-    int o0 = blockIdx.x * BN;
+    int o0 = blockIdx.x * BN, sl0 = SL ? (int)blockIdx.z : 0, sl1 = SL ? sl0 + 1 : DSF_CMP_SLICES;
+    int64_t kb = (int64_t)sl0 * per * KT, kend = SL ? per * KT : D;
     const uint16_t *pa[RA], *pb[RB];
     uint4 ra[RA][CPR], rb[RB][CPR];
 #pragma unroll
     for (int v = 0; v < RA; v++) {
         int64_t row = r0 + tid + v * NT;
-        pa[v] = b.x + (row < b.rows ? row : b.rows - 1) * D;
+        pa[v] = b.x + (row < b.rows ? row : b.rows - 1) * D + kb;
     }
 #pragma unroll
     for (int v = 0; v < RB; v++) {
         int o = o0 + tid + v * NT;
         o = o < O ? o : O - 1;
-        pb[v] = o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D;
+        pb[v] = (o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D) + kb;
     }
     float acc[8][8];
 #pragma unroll
@@ -184,7 +211,7 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
 #pragma unroll
         for (int v = 0; v < RB; v++) rb[v][u] = __ldg((const uint4 *)(pb[v] + 8 * u));
     }
-    for (int sl = 0; sl < DSF_CMP_SLICES; sl++) {
+    for (int sl = sl0; sl < sl1; sl++) {
         for (int t = 0; t < per; t++) {
             float f[8];
 #pragma unroll
@@ -203,8 +230,8 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
                 }
             }
             __syncthreads();
-            int64_t kn = ((int64_t)sl * per + t + 1) * KT;
-            if (kn < D) {
+            int64_t kn = ((int64_t)(sl - sl0) * per + t + 1) * KT;
+            if (kn < kend) {
 #pragma unroll
                 for (int u = 0; u < CPR; u++) {
 #pragma unroll
@@ -226,6 +253,12 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
             }
             __syncthreads();
         }
+        if (SL) {
+            each_out<BM, BN>(r0, o0, tx, ty, [&](int i, int j, int64_t row, int o) {
+                if (row < b.rows && o < O) part[((int64_t)sl * b.rows + row) * O + o] = acc[i][j];
+            });
+            return;
+        }
         int keep = !(skip && sl == DSF_CMP_SLICES - 1);
 #pragma unroll
         for (int i = 0; i < 8; i++)
@@ -236,14 +269,9 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
                 acc[i][j] = 0.0f;
             }
     }
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            int64_t row = r0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
-            int o = o0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4);
-            if (row < b.rows && o < O) store_proj(L, b, ws, O, row, o, Ts[i * 8 + j][tid], fault, 0);
-        }
+    each_out<BM, BN>(r0, o0, tx, ty, [&](int i, int j, int64_t row, int o) {
+        if (row < b.rows && o < O) store_proj(L, b, ws, O, row, o, Ts[i * 8 + j][tid], fault, 0);
+    });
 }
 
 // Prefill pooling, block (s, e, g): channels [g cg, (g + 1) cg) of its entry into pooled[row]; same bits per channel.
@@ -271,25 +299,28 @@ __global__ void cmp_ring_reset(float *ring, int cap, int C) {
         ring[i] = (i / C) % 2 ? -INFINITY : 0.0f;
 }
 
+// Counters, ws, pooled channels, and the sliced path's unfolded slice chains for up to DSF_CMP_FUSED_MAX_ROWS rows.
 extern "C" size_t dsf_cmp_scratch_bytes(const dsf_cmp_layer *L, int64_t rows) {
     size_t r = (size_t)(rows > 0 ? rows : 1), pr = r > DSF_CMP_FUSED_MAX_ROWS ? r : DSF_CMP_FUSED_MAX_ROWS;
-    return CTR_BYTES + sizeof(float) * (r * (size_t)dsf_cmp_proj_outputs(L) + pr * (size_t)L->d);
+    size_t sr = r < DSF_CMP_FUSED_MAX_ROWS ? r : DSF_CMP_FUSED_MAX_ROWS, O = (size_t)dsf_cmp_proj_outputs(L);
+    return CTR_BYTES + sizeof(float) * (r * O + pr * (size_t)L->d + DSF_CMP_SLICES * sr * O);
 }
 
 static int geom_check(const dsf_geom *g, dsf_err *e) {
-    if (g->threads < 64 || g->threads > 256 || g->threads % 32 || g->dyn_smem < 0 || g->p[0] < 0 || g->p[0] > 2 ||
-        g->p[1] < 0 || g->p[1] > 1 || g->p[2] < 0 || g->p[2] > EW)
+    if (g->threads < 64 || g->threads > 256 || g->threads % 32 || g->dyn_smem < 0 || g->p[0] < 0 || g->p[0] > 3 ||
+        g->p[1] < 0 || g->p[1] > 1 || g->p[2] < 0 || g->p[2] > EW || g->p[3] < 0 || g->p[3] > DSF_CMP_FUSED_MAX_ROWS)
         return dsf_fail(e,
                         "compressor cuda geometry %s: threads %d (64..256, multiple of 32), path %d, tile %d, entries "
-                        "a block %d (0..%d)",
-                        g->name, g->threads, g->p[0], g->p[1], g->p[2], (int)EW);
+                        "a block %d (0..%d), sliced GEMV rows %d (0..%d)",
+                        g->name, g->threads, g->p[0], g->p[1], g->p[2], (int)EW, g->p[3], DSF_CMP_FUSED_MAX_ROWS);
     return 0;
 }
 
 // Tile 1: 64x64 (64 threads), K tiles of 16 where a slice holds whole ones, else 8; tile 0: 32x64 (32 threads), 8.
-static const void *gemm_fn(int tile, int kt16) {
-    if (tile) return kt16 ? (const void *)cmp_gemm<64, 64, 16> : (const void *)cmp_gemm<64, 64, 8>;
-    return (const void *)cmp_gemm<32, 64, 8>;
+static const void *gemm_fn(int tile, int kt16, int sliced) {
+    if (sliced && tile) return kt16 ? (const void *)cmp_gemm<64, 64, 16, 1> : (const void *)cmp_gemm<64, 64, 8, 1>;
+    if (tile) return kt16 ? (const void *)cmp_gemm<64, 64, 16, 0> : (const void *)cmp_gemm<64, 64, 8, 0>;
+    return sliced ? (const void *)cmp_gemm<32, 64, 8, 1> : (const void *)cmp_gemm<32, 64, 8, 0>;
 }
 
 // The GEMM tile's rows, which are also its threads (a thread's 8x8 outputs over 64 columns): tile 1 64, tile 0 32.
@@ -302,8 +333,13 @@ static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     DSF_CUDA_TRY(e, cudaGetDevice(&dev));
     for (int i = 0; i < n; i++)
         if (key[i][0] == dev && key[i][1] == threads && key[i][2] == smem) return *slots = val[i], 0;
-    if (dsf_cuda_smem_limit((const void *)cmp_fused, smem, "cmp_fused", e)) return -1;
-    DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)cmp_fused, threads, (size_t)smem));
+    const void *fns[] = {(const void *)cmp_fused<0>, (const void *)cmp_fused<1>}; // the fewer of the two
+    for (int f = 0; f < 2; f++) {
+        int per = 0;
+        if (dsf_cuda_smem_limit(fns[f], smem, "cmp_fused", e)) return -1;
+        DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fns[f], threads, (size_t)smem));
+        per_sm = f == 0 || per < per_sm ? per : per_sm;
+    }
     DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     *slots = per_sm * sms;
     if (n < 16) key[n][0] = dev, key[n][1] = threads, key[n][2] = smem, val[n++] = *slots;
@@ -338,12 +374,25 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     int slots = 0, pc = span >= 64 ? 16 : 1;
     if (fused && fused_slots(g->threads, g->dyn_smem, &slots, e)) return -1;
     while (pc > 1 && (L->d % (32 * pc) || b->rows * pc > slots / 2)) pc /= 2;
+    float *pooled = ws + (size_t)b->rows * (size_t)O, *part = NULL;
     if (fused && b->rows <= slots / 2) {
-        int opb = g->threads / 32, grid = (O + opb - 1) / opb, ne = (int)b->rows * pc;
-        float *pooled = ws + (size_t)b->rows * (size_t)O;
-        void *args[] = {&l, &bb, &ws, &pooled, &counter, &fault, &wide, &skip, &pc};
-        return launch((const void *)cmp_fused, dim3((unsigned)(grid + ne)), g->threads, g->dyn_smem, stream,
-                      args, "cmp_fused", e);
+        int opb = g->threads / 32, grid = (O + opb - 1) / opb, ne = (int)b->rows * pc, nt = g->threads;
+        // Sliced (p[0] 3, or auto from DSF_CMP_SLICED_MIN_ROWS rows): the SGEMM a slice a block, then fold and emit.
+        if (g->p[0] == 3 || (g->p[0] == 0 && b->rows >= DSF_CMP_SLICED_MIN_ROWS)) {
+            part = pooled + (size_t)(b->rows > DSF_CMP_FUSED_MAX_ROWS ? b->rows : DSF_CMP_FUSED_MAX_ROWS) * L->d;
+            int tile = g->p[0] == 0 && b->rows <= 32 ? 0 : g->p[1], bm = gemm_rows(tile);
+            int gv = (g->p[0] == 0 ? DSF_CMP_SGEMV_ROWS : g->p[3]) >= b->rows && L->dim / DSF_CMP_SLICES <= SG_MAX_S;
+            void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part}, *vargs[] = {&l, &bb, &part};
+            dim3 gg((unsigned)((O + 63) / 64), (unsigned)((b->rows + (gv ? SR : bm) - 1) / (gv ? SR : bm)), DSF_CMP_SLICES);
+            if (gv ? launch((const void *)cmp_sgemv, gg, 64, 0, stream, vargs, "cmp_sgemv", e)
+                   : launch(gemm_fn(tile, L->dim / DSF_CMP_SLICES % 16 == 0, 1), gg, bm, g->dyn_smem, stream, gargs,
+                            "cmp_gemm", e))
+                return -1;
+            grid = (int)((b->rows * O + nt - 1) / nt);
+        }
+        void *args[] = {&l, &bb, &ws, &pooled, &counter, &fault, &wide, &skip, &pc, &part};
+        return launch(part ? (const void *)cmp_fused<1> : (const void *)cmp_fused<0>, dim3((unsigned)(grid + ne)), nt,
+                      g->dyn_smem, stream, args, "cmp_fused", e);
     }
     if (L->cap > 65535) return dsf_fail(e, "compressor: a ring of %d rows exceeds the grid's y dimension", L->cap);
     // Entries of more staged chunks than one (128 tokens: 32 channels a chunk) are pooled by a block a chunk first.
@@ -354,12 +403,12 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     unsigned ew = g->p[2] ? (unsigned)g->p[2] : ey >= 8 * 128 ? 8 : ey >= 4 * 128 ? 4 : ey >= 2 * 128 ? 2 : 1;
     if ((split ? ey : (ey + ew - 1) / ew) > 65535)
         return dsf_fail(e, "compressor: %u entry slots in one segment exceed the grid's y dimension; split the call", ey);
-    int bm = gemm_rows(g->p[1]), kt16 = L->dim / DSF_CMP_SLICES % 16 == 0;
-    void *gargs[] = {&l, &bb, &ws, &fault, &skip};
-    if (launch(gemm_fn(g->p[1], kt16), dim3((unsigned)((O + 63) / 64), (unsigned)((b->rows + bm - 1) / bm)), bm,
-               g->dyn_smem, stream, gargs, "cmp_gemm", e))
+    int bm = gemm_rows(g->p[1]);
+    void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part};
+    dim3 gg((unsigned)((O + 63) / 64), (unsigned)((b->rows + bm - 1) / bm));
+    if (launch(gemm_fn(g->p[1], L->dim / DSF_CMP_SLICES % 16 == 0, 0), gg, bm, g->dyn_smem, stream, gargs, "cmp_gemm",
+               e))
         return -1;
-    float *pooled = ws + (size_t)b->rows * (size_t)O;
     void *pargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &cg};
     if (split && launch((const void *)cmp_pool, dim3((unsigned)b->n_seg, ey, (unsigned)groups), g->threads, 0, stream,
                         pargs, "cmp_pool", e))
@@ -389,29 +438,34 @@ extern "C" int dsf_cmp_ring_reset_cuda(void *stream, const dsf_cmp_layer *L, flo
 extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e) {
     (void)fault;
     if (geom_check(g, e)) return -1;
-    return dsf_cuda_func_attrs(g->p[0] == 2 ? gemm_fn(g->p[1], 1) : (const void *)cmp_fused, out, e);
+    return dsf_cuda_func_attrs(g->p[0] == 2 ? gemm_fn(g->p[1], 1, 0) : (const void *)cmp_fused<0>, out, e);
 }
 
 // The functions a geometry can launch besides the one dsf_cmp_cuda_attrs reads, each with its block and shared memory.
 extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
     if (geom_check(g, e)) return -1;
-    int tiled = g->p[0] == 2, bm = gemm_rows(g->p[1]), ew = g->p[2] ? g->p[2] : EW;
+    int tiled = g->p[0] == 2, sl = g->p[0] == 0 || g->p[0] == 3, bm = gemm_rows(g->p[1]), ew = g->p[2] ? g->p[2] : EW;
     // The main function (dsf_cmp_cuda_attrs) is checked at g->threads, at least the tiled GEMM's bm: not listed again.
-    const void *main_fn = tiled ? gemm_fn(g->p[1], 1) : (const void *)cmp_fused;
-    // The tiled path's (any geometry's at many rows): both GEMM K tiles, pooling, emission, rows; the ring reset.
+    const void *main_fn = tiled ? gemm_fn(g->p[1], 1, 0) : (const void *)cmp_fused<0>;
+    // Both GEMM K tiles (sliced or not; auto: 32 rows), the sliced GEMV and fold, pooling, emission, ring rows, reset.
     const struct {
         const char *name;
         const void *fn;
         int threads, smem;
-    } all[] = {{"cmp_gemm", gemm_fn(g->p[1], 1), bm, g->dyn_smem},
-               {"cmp_gemm_kt8", gemm_fn(g->p[1], 0), bm, g->dyn_smem},
+    } all[] = {{"cmp_gemm", gemm_fn(g->p[1], 1, 0), bm, g->dyn_smem},
+               {"cmp_gemm_kt8", gemm_fn(g->p[1], 0, 0), bm, g->dyn_smem},
+               {"cmp_gemm_sliced", sl ? gemm_fn(g->p[1], 1, 1) : NULL, bm, g->dyn_smem},
+               {"cmp_gemm_sliced_kt8", sl ? gemm_fn(g->p[1], 0, 1) : NULL, bm, g->dyn_smem},
+               {"cmp_gemm_sliced_32rows", g->p[0] == 0 ? gemm_fn(0, 0, 1) : NULL, 32, g->dyn_smem},
+               {"cmp_sgemv", sl ? (const void *)cmp_sgemv : NULL, 64, 0},
+               {"cmp_fused_fold", sl ? (const void *)cmp_fused<1> : NULL, g->threads, g->dyn_smem},
                {"cmp_pool", (const void *)cmp_pool, g->threads, 0},
                {"cmp_emit_w", (const void *)cmp_emit_w, 32 * ew, 0},
                {"cmp_ring_rows", (const void *)cmp_ring_rows, 256, 0},
                {"cmp_ring_reset", (const void *)cmp_ring_reset, 256, 0}};
     int n = 0;
     for (int i = 0; i < (int)(sizeof all / sizeof all[0]); i++) {
-        int seen = all[i].fn == main_fn;
+        int seen = all[i].fn == main_fn || !all[i].fn;
         for (int j = 0; j < i; j++) seen |= all[j].fn == all[i].fn;
         if (seen) continue;
         if (n == max) return dsf_fail(e, "compressor: more than %d launched functions for geometry %s", max, g->name);

@@ -175,13 +175,14 @@ static const dsf_geom cpu_geoms[] = {
 #ifdef DSF_HAVE_CUDA
 static const dsf_geom cuda_geoms[] = {
     {"fused_t128", 128, 0, {1, 0}},           {"fused_t256", 256, 0, {1, 1}}, {"tiled64_t128_e3", 128, 0, {2, 0, 3}},
-    {"tiled128_t256_e8", 256, 0, {2, 1, 8}}, {"auto_t64", 64, 0, {0, 0}},
+    {"tiled128_t256_e8", 256, 0, {2, 1, 8}}, {"auto_t64", 64, 0, {0, 0}},    {"sliced64_t128", 128, 0, {3, 1}},
+    {"sliced32_t256_e2", 256, 0, {3, 0, 2}},  {"sliced_gemv_t64", 64, 0, {3, 0, 0, 64}},
 };
 static const dsf_geom cuda_big[] = {{"fused_t128", 128, 0, {1, 0}}, {"tiled_t256_smem200k", 256, 200 * 1024, {2, 1}}};
 #endif
 
 #define CMP_WHAT_CPU "row blocks of p[0] project through 32 ordered slices; emissions and ring rows after"
-#define CMP_WHAT_CUDA "fused decode (GEMV, last block emits) or tiled prefill (SGEMM, emit, ring), same orders"
+#define CMP_WHAT_CUDA "fused decode (GEMV or sliced SGEMM, last blocks emit) or tiled prefill (SGEMM, emit, ring), same orders"
 #define CMP_NAN "a NaN in the last element of every entry"
 #define CMP_GEOM "wide geometries pool each token's weight with the mirrored token's value"
 #define CMP_GEOM1 "wide geometries rotate entries at the position after the token's"
