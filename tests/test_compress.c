@@ -1,4 +1,4 @@
-// The compressor on the CPU: any chunking, batching and rollback give identical bits; each variant near float64.
+// The compressor on the CPU: any chunking, batching, decoding together and rollback: identical bits; near float64.
 #include "test_compress_sim.h"
 
 static const dsf_geom geoms[] = {{"w1_b1", 1, 0, {1}}, {"all_b8", 0, 0, {8}}, {"w2_b4", 2, 0, {4}}, {"w3_b2", 3, 0, {2}}};
@@ -47,6 +47,10 @@ static void test_rollback(void) {
     for (int i = 0; i < 5; i++) sim_test_rollback(DSF_BACKEND_CPU, &small[i], &geoms[1]);
 }
 
+static void test_decode(void) {
+    for (int i = 0; i < 5; i++) sim_test_decode(DSF_BACKEND_CPU, &small[i], &geoms[1 + i % 3], &geoms[0]);
+}
+
 static void test_ref_small(void) {
     for (int i = 0; i < 5; i++) sim_test_ref(DSF_BACKEND_CPU, &small[i], small[i].ratio == 128 ? 400 : 60, &geoms[1]);
 }
@@ -91,6 +95,17 @@ static void test_cuda_launches(void) {
     TEST_ASSERT(!strcmp(l[3].fn, "cmp_ring_rows") && !strcmp(l[4].fn, "cmp_ring_reset"));
     TEST_ASSERT(dsf_cmp_cuda_launches(&fused, 0, l, 3, &e) == -1 && strstr(e.msg, "fused_t128"));
     TEST_ASSERT(dsf_cmp_cuda_launches(&bad, 0, l, 8, &e) == -1 && strstr(e.msg, "bad_t48"));
+    // Automatic: both paths' GEMMs, the 32-row sliced tile, the GEMV and the folding kernel beside the tiled path's.
+    const dsf_geom aut = {"auto_t128", 128, 0, {0, 1, 0, 0}}, sgemm = {"sliced64_t128", 128, 0, {3, 1, 0, 0}};
+    dsf_launch m[16];
+    n = dsf_cmp_cuda_launches(&aut, 0, m, 16, &e);
+    TEST_ASSERT_MSG(n == 11, "%d: %s", n, n < 0 ? e.msg : "");
+    TEST_ASSERT(!strcmp(m[4].fn, "cmp_gemm_sliced_32rows") && m[4].threads == 32 && !strcmp(m[5].fn, "cmp_sgemv"));
+    TEST_ASSERT(m[5].threads == 64 && !strcmp(m[6].fn, "cmp_fused_fold") && m[6].threads == 128);
+    // Sliced by the SGEMM only (p[3] 0): no GEMV; the folding kernel is the main function, not listed again.
+    n = dsf_cmp_cuda_launches(&sgemm, 0, m, 16, &e);
+    TEST_ASSERT_MSG(n == 8 && !strcmp(m[2].fn, "cmp_gemm_sliced") && !strcmp(m[4].fn, "cmp_pool"), "%d", n);
+    for (int i = 0; i < n; i++) TEST_ASSERT(strcmp(m[i].fn, "cmp_sgemv") && strcmp(m[i].fn, "cmp_fused_fold"));
 }
 #endif
 
@@ -104,6 +119,7 @@ int main(void) {
     TEST_RUN(test_chunkings);
     TEST_RUN(test_batch);
     TEST_RUN(test_rollback);
+    TEST_RUN(test_decode);
     TEST_RUN(test_narrow);
     TEST_END();
 }

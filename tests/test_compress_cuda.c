@@ -42,6 +42,12 @@ static void test_ref(void) {
     for (int i = 0; i < 5; i++) sim_test_ref(DSF_BACKEND_CUDA, &real[i], real[i].ratio == 128 ? 130 : 12, &geoms[0]);
 }
 
+// Sixteen streams decoding together (sliced: the GEMV, the 64-row SGEMM, auto's 32-row SGEMM) equal each alone (fused).
+static void test_decode(void) {
+    for (int i = 0; i < 5; i++) sim_test_decode(DSF_BACKEND_CUDA, &small[i], &geoms[5 + i % 2], &geoms[0]);
+    for (int i = 0; i < 5; i++) sim_test_decode(DSF_BACKEND_CUDA, &real[i], &geoms[i % 2 ? 2 : 5 + i / 2 % 2], &geoms[0]);
+}
+
 int main(void) {
     char why[256];
     if (!dsf_dev_available(DSF_BACKEND_CUDA, why, sizeof why)) TEST_SKIP_ALL(why);
@@ -49,5 +55,6 @@ int main(void) {
     TEST_RUN(test_chunkings);
     TEST_RUN(test_batch);
     TEST_RUN(test_rollback);
+    TEST_RUN(test_decode);
     TEST_END();
 }

@@ -298,6 +298,40 @@ static void sim_test_rollback(dsf_backend be, const sim_variant *v, const dsf_ge
     sim_free(&s);
 }
 
+// SIM_MAX_SEG streams decode steps together, each group's last token at a different step: each equals decoding alone.
+static void sim_test_decode(dsf_backend be, const sim_variant *v, const dsf_geom *g, const dsf_geom *alone) {
+    enum { N = SIM_MAX_SEG, STEPS = 10 };
+    sim s;
+    int r = v->ratio;
+    int64_t T = v->T < 3 * r + STEPS + 20 ? v->T : 3 * r + STEPS + 20; // a few groups: positions past the ring's rows
+    sim_init(&s, be, r, v->overlap, v->q, v->v41, v->D, v->d, T, N, 15);
+    sim_stream a[N], b[N], *pa[N];
+    int which[N], len[N], groups = (int)((T - STEPS) / r) - 1;
+    int64_t pos[N];
+    uint64_t rng = dsf_rng_seed(8, v->name, 0);
+    TEST_ASSERT(groups >= 1);
+    for (int k = 0; k < N; k++) {
+        sim_stream_new(&s, &a[k]), sim_stream_new(&s, &b[k]);
+        pa[k] = &a[k], which[k] = k, len[k] = 1;
+        pos[k] = (int64_t)r * (1 + (int64_t)(dsf_rng_next(&rng) % (uint64_t)groups)) - 1 - k % (r < STEPS ? r : STEPS);
+        TEST_ASSERT(sim_feed(&s, &a[k], k, 0, pos[k], 64, &rng, alone) == 0);
+        TEST_ASSERT(sim_feed(&s, &b[k], k, 0, pos[k], 64, &rng, alone) == 0);
+    }
+    for (int t = 0; t < STEPS; t++) {
+        TEST_ASSERT_MSG(sim_call(&s, N, pa, which, pos, len, NULL, g) == 0, "%s: decode step %d", v->name, t);
+        for (int k = 0; k < N; k++) pos[k]++;
+    }
+    for (int k = 0; k < N; k++) {
+        TEST_ASSERT(sim_feed(&s, &b[k], k, pos[k] - STEPS, pos[k], 1, &rng, alone) == 0);
+        sim_snap x = sim_snapshot(&s, &a[k]), y = sim_snapshot(&s, &b[k]);
+        TEST_ASSERT_MSG(sim_same(&x, &y), "%s: stream %d decoding beside %d others (geometry %s) differs from alone",
+                        v->name, k, N - 1, g->name);
+        free(x.p), free(y.p);
+        sim_stream_free(&s, &a[k]), sim_stream_free(&s, &b[k]);
+    }
+    sim_free(&s);
+}
+
 // One call from position 0 against the float64 reference: entries and keys within the contract's bounds.
 static void sim_test_ref(dsf_backend be, const sim_variant *v, int64_t T, const dsf_geom *g) {
     sim s;

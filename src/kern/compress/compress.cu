@@ -1,9 +1,9 @@
-// The compressor on CUDA: fused decode (GEMV, then the last arrivals emit), tiled prefill (SGEMM, emit, ring rows).
+// The compressor on CUDA: fused decode (GEMV or sliced projection, then emitters), tiled prefill (SGEMM, emit, ring).
 #include "kern/compress/compress_emit_warp.cuh"
 #include "kern/compress/compress_sgemv.cuh"
 #include "kern/cuda_check.h"
 
-// Counters: arrivals, departures, then one ticket per row; then ws [rows, O] and pooled channels [max(rows, 64), d].
+// Counters (arrivals, departures, a ticket a row); ws [rows, O]; pooled [max(rows, 64), d]; sliced: part [32][rows][O].
 enum { CTR_BYTES = 512 };
 
 // Finishes one projected value (APE for scores) and stores it in ws and, on the fused path, in the ring.
@@ -22,13 +22,6 @@ __device__ static unsigned load_acquire(const unsigned *p) {
     return v;
 }
 
-// Weights of one stage: KS 16-byte vectors of the lane's slice from k0 (zeros past the slice or without an output).
-__device__ static void load_stage(const uint16_t *w, int k0, int S, uint4 *wv) {
-#pragma unroll
-    for (int u = 0; u < KS; u++)
-        wv[u] = w && k0 + 8 * u < S ? __ldg((const uint4 *)(w + k0 + 8 * u)) : make_uint4(0, 0, 0, 0);
-}
-
 // GEMV of output o (warp), rows t0..t0+nr-1, lane = one K slice: weights double-buffered, x staged by the whole block.
 __device__ static void gemv_rows(const dsf_cmp_batch &b, const uint16_t *w, int D, int S, int64_t t0, int nr,
                                  float *acc, emit_smem &sm) {
@@ -37,9 +30,9 @@ __device__ static void gemv_rows(const dsf_cmp_batch &b, const uint16_t *w, int 
     int kw = (s8 < kwp ? s8 : kwp) / KS * KS;
     kw = kw < KS ? KS : kw;
     uint4 wv[KS], wn[KS];
-    load_stage(w, 0, S, wv);
+    load_vecs<KS>(w, 0, S, wv);
     for (int u0 = 0; u0 < s8; u0 += KS) {
-        load_stage(w, 8 * (u0 + KS), S, wn);
+        load_vecs<KS>(w, 8 * (u0 + KS), S, wn);
         if (u0 % kw == 0) {
             __syncthreads();
             for (int i = threadIdx.x; i < nr * DSF_CMP_SLICES * kw; i += blockDim.x) {
@@ -165,7 +158,8 @@ __device__ __forceinline__ static void each_out(int64_t r0, int o0, int tx, int 
     for (int i = 0; i < 8; i++)
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            f(i, j, r0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4), o0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4));
+            f(i, j, r0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4),
+              o0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4));
 }
 
 // Tiled SGEMM, thread 8x8 in 4-wide halves; K tiles inside a slice, folded left into Ts (SL: slice z into part).
@@ -383,7 +377,8 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
             int tile = g->p[0] == 0 && b->rows <= 32 ? 0 : g->p[1], bm = gemm_rows(tile);
             int gv = (g->p[0] == 0 ? DSF_CMP_SGEMV_ROWS : g->p[3]) >= b->rows && L->dim / DSF_CMP_SLICES <= SG_MAX_S;
             void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part}, *vargs[] = {&l, &bb, &part};
-            dim3 gg((unsigned)((O + 63) / 64), (unsigned)((b->rows + (gv ? SR : bm) - 1) / (gv ? SR : bm)), DSF_CMP_SLICES);
+            int rb = gv ? SR : bm; // rows a block
+            dim3 gg((unsigned)((O + 63) / 64), (unsigned)((b->rows + rb - 1) / rb), DSF_CMP_SLICES);
             if (gv ? launch((const void *)cmp_sgemv, gg, 64, 0, stream, vargs, "cmp_sgemv", e)
                    : launch(gemm_fn(tile, L->dim / DSF_CMP_SLICES % 16 == 0, 1), gg, bm, g->dyn_smem, stream, gargs,
                             "cmp_gemm", e))
@@ -435,18 +430,22 @@ extern "C" int dsf_cmp_ring_reset_cuda(void *stream, const dsf_cmp_layer *L, flo
     return launch((const void *)cmp_ring_reset, dim3(64), 256, 0, stream, args, "cmp_ring_reset", e);
 }
 
+// The function a geometry launches first for calls the fused path can serve (the tiled SGEMM for tiled geometries).
+static const void *main_fn(const dsf_geom *g) {
+    if (g->p[0] == 2) return gemm_fn(g->p[1], 1, 0);
+    return g->p[0] == 3 ? (const void *)cmp_fused<1> : (const void *)cmp_fused<0>;
+}
+
 extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e) {
     (void)fault;
     if (geom_check(g, e)) return -1;
-    return dsf_cuda_func_attrs(g->p[0] == 2 ? gemm_fn(g->p[1], 1, 0) : (const void *)cmp_fused<0>, out, e);
+    return dsf_cuda_func_attrs(main_fn(g), out, e);
 }
 
 // The functions a geometry can launch besides the one dsf_cmp_cuda_attrs reads, each with its block and shared memory.
 extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
     if (geom_check(g, e)) return -1;
-    int tiled = g->p[0] == 2, sl = g->p[0] == 0 || g->p[0] == 3, bm = gemm_rows(g->p[1]), ew = g->p[2] ? g->p[2] : EW;
-    // The main function (dsf_cmp_cuda_attrs) is checked at g->threads, at least the tiled GEMM's bm: not listed again.
-    const void *main_fn = tiled ? gemm_fn(g->p[1], 1, 0) : (const void *)cmp_fused<0>;
+    int sl = g->p[0] == 0 || g->p[0] == 3, bm = gemm_rows(g->p[1]), ew = g->p[2] ? g->p[2] : EW;
     // Both GEMM K tiles (sliced or not; auto: 32 rows), the sliced GEMV and fold, pooling, emission, ring rows, reset.
     const struct {
         const char *name;
@@ -457,7 +456,7 @@ extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch 
                {"cmp_gemm_sliced", sl ? gemm_fn(g->p[1], 1, 1) : NULL, bm, g->dyn_smem},
                {"cmp_gemm_sliced_kt8", sl ? gemm_fn(g->p[1], 0, 1) : NULL, bm, g->dyn_smem},
                {"cmp_gemm_sliced_32rows", g->p[0] == 0 ? gemm_fn(0, 0, 1) : NULL, 32, g->dyn_smem},
-               {"cmp_sgemv", sl ? (const void *)cmp_sgemv : NULL, 64, 0},
+               {"cmp_sgemv", g->p[0] == 0 || (g->p[0] == 3 && g->p[3]) ? (const void *)cmp_sgemv : NULL, 64, 0},
                {"cmp_fused_fold", sl ? (const void *)cmp_fused<1> : NULL, g->threads, g->dyn_smem},
                {"cmp_pool", (const void *)cmp_pool, g->threads, 0},
                {"cmp_emit_w", (const void *)cmp_emit_w, 32 * ew, 0},
@@ -465,7 +464,7 @@ extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch 
                {"cmp_ring_reset", (const void *)cmp_ring_reset, 256, 0}};
     int n = 0;
     for (int i = 0; i < (int)(sizeof all / sizeof all[0]); i++) {
-        int seen = all[i].fn == main_fn || !all[i].fn;
+        int seen = all[i].fn == main_fn(g) || !all[i].fn; // main_fn is checked at g->threads, at least bm
         for (int j = 0; j < i; j++) seen |= all[j].fn == all[i].fn;
         if (seen) continue;
         if (n == max) return dsf_fail(e, "compressor: more than %d launched functions for geometry %s", max, g->name);

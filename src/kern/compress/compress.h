@@ -87,7 +87,7 @@ void dsf_cmp_ring_reset(const dsf_cmp_layer *L, float *ring);
 int dsf_cmp_run_cpu(dsf_pool *pool, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b, dsf_err *e);
 extern const dsf_geom dsf_cmp_geom_cpu;
 
-// CUDA scratch: dsf_cmp_scratch_bytes, zeroed once; geometry: threads, p[0] path (0 auto 1 fused 2 tiled 3 sliced).
+// CUDA scratch: dsf_cmp_scratch_bytes, zeroed once. Geometry fields: docs/compressor.md, "CUDA geometry".
 size_t dsf_cmp_scratch_bytes(const dsf_cmp_layer *L, int64_t rows);
 int dsf_cmp_run_cuda(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b, void *scratch,
                      size_t scratch_bytes, dsf_err *e);
@@ -95,9 +95,9 @@ int dsf_cmp_ring_reset_cuda(void *stream, const dsf_cmp_layer *L, float *ring, d
 extern const dsf_geom dsf_cmp_geom_cuda;
 // Fused decode serves calls of at most this many rows whose segments fit the ring (see docs/compressor.md).
 #define DSF_CMP_FUSED_MAX_ROWS 64
-// The automatic geometry projects such calls of at least this many rows a slice a block (docs/compressor.md)...
+// The automatic geometry slices such calls from this many rows (a K slice a block; docs/compressor.md).
 #define DSF_CMP_SLICED_MIN_ROWS 6
-// ...by the sliced GEMV up to this many rows (a forced sliced path: geometry p[3]), else by the SGEMM.
+// The automatic geometry's sliced projection is the GEMV up to this many rows, the SGEMM above.
 #define DSF_CMP_SGEMV_ROWS 12
 
 #ifdef __cplusplus

@@ -199,6 +199,13 @@ __device__ static void bf16x8(uint4 u, float *f) {
     for (int i = 0; i < 4; i++) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
 }
 
+// N 16-byte vectors of bf16 from element k0 of w (zeros from element S on, or without w).
+template <int N> __device__ __forceinline__ static void load_vecs(const uint16_t *w, int k0, int S, uint4 *v) {
+#pragma unroll
+    for (int u = 0; u < N; u++)
+        v[u] = w && k0 + 8 * u < S ? __ldg((const uint4 *)(w + k0 + 8 * u)) : make_uint4(0, 0, 0, 0);
+}
+
 // Index key from sm.lat into sm.k: a warp takes TCH outputs at a time, lane = slice, lane u folds output u in order.
 __device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
     enum { MS = DSF_CMP_MAX_D / DSF_CMP_SLICES, KO = 4 };

@@ -182,7 +182,7 @@ static const dsf_geom cuda_big[] = {{"fused_t128", 128, 0, {1, 0}}, {"tiled_t256
 #endif
 
 #define CMP_WHAT_CPU "row blocks of p[0] project through 32 ordered slices; emissions and ring rows after"
-#define CMP_WHAT_CUDA "fused decode (GEMV or sliced SGEMM, last blocks emit) or tiled prefill (SGEMM, emit, ring), same orders"
+#define CMP_WHAT_CUDA "fused or sliced decode (GEMV, sliced GEMV or SGEMM; emitters), tiled prefill; same orders"
 #define CMP_NAN "a NaN in the last element of every entry"
 #define CMP_GEOM "wide geometries pool each token's weight with the mirrored token's value"
 #define CMP_GEOM1 "wide geometries rotate entries at the position after the token's"

@@ -6,12 +6,6 @@
 // Rows a block, the longest slice it stages (D up to 8192), weight vectors in flight a thread.
 enum { SR = 8, SG_MAX_S = 256, SG_CH = 8 };
 
-// A chunk of SG_CH 16-byte weight vectors from vector u0 of the thread's slice (zeros past its n vectors).
-__device__ __forceinline__ static void sg_load(const uint16_t *w, int u0, int n, uint4 *v) {
-#pragma unroll
-    for (int u = 0; u < SG_CH; u++) v[u] = u0 + u < n ? __ldg((const uint4 *)(w + 8 * (u0 + u))) : make_uint4(0, 0, 0, 0);
-}
-
 // Block (64 outputs, SR rows from y SR, slice z): each chain from zero over the slice in K order, into part, unfolded.
 __global__ void __launch_bounds__(64) cmp_sgemv(dsf_cmp_layer L, dsf_cmp_batch b, float *part) {
     __shared__ __align__(16) float xs[SR][SG_MAX_S];
@@ -21,7 +15,7 @@ __global__ void __launch_bounds__(64) cmp_sgemv(dsf_cmp_layer L, dsf_cmp_batch b
     int nr = b.rows - r0 < SR ? (int)(b.rows - r0) : SR;
     const uint16_t *w = (oc < C ? L.w.wkv + (size_t)oc * D : L.w.wgate + (size_t)(oc - C) * D) + (size_t)sl * S;
     uint4 cur[SG_CH], nxt[SG_CH];
-    sg_load(w, 0, nv, cur);
+    load_vecs<SG_CH>(w, 0, S, cur);
     for (int i = threadIdx.x; i < SR * nv; i += blockDim.x) {
         int r = i / nv, u = i % nv;
         float f[8];
@@ -34,7 +28,7 @@ __global__ void __launch_bounds__(64) cmp_sgemv(dsf_cmp_layer L, dsf_cmp_batch b
 #pragma unroll
     for (int r = 0; r < SR; r++) acc[r] = 0.0f;
     for (int u0 = 0; u0 < nv; u0 += SG_CH) {
-        sg_load(w, u0 + SG_CH, nv, nxt);
+        load_vecs<SG_CH>(w, 8 * (u0 + SG_CH), S, nxt);
 #pragma unroll
         for (int u = 0; u < SG_CH; u++) {
             if (u0 + u >= nv) break;
