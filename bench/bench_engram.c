@@ -82,7 +82,7 @@ typedef struct gpu {
     int32_t *img;
 } gpu;
 
-enum { K = 6144, N = 25600, D = 5120, HC = 4, TMAX = TOKENS_MAX };
+enum { K = 6144, N = 25600, D = 5120, HC = 4 };
 
 static void fill_dev(void *d, size_t n, int kind) {
     uint8_t *h = malloc(n);
@@ -147,25 +147,25 @@ static void bench_gpu(int only_T, const char *only_geom) {
         fill_dev(G.w[i], (size_t)N * K, 0);
         fill_dev(G.ws[i], (size_t)(N / 32) * (K / 32), 1);
     }
-    CK(cudaMalloc((void **)&G.codes, (size_t)TMAX * K));
-    CK(cudaMalloc((void **)&G.scales, (size_t)TMAX * K / 32));
-    CK(cudaMalloc((void **)&G.xq, (size_t)TMAX * K));
-    CK(cudaMalloc((void **)&G.xs, (size_t)TMAX * K / 32));
-    CK(cudaMalloc((void **)&G.kv, (size_t)TMAX * N * 2));
-    CK(cudaMalloc((void **)&G.kv2, (size_t)TMAX * N * 2));
-    CK(cudaMalloc((void **)&G.h, (size_t)TMAX * HC * D * 2));
+    CK(cudaMalloc((void **)&G.codes, (size_t)TOKENS_MAX * K));
+    CK(cudaMalloc((void **)&G.scales, (size_t)TOKENS_MAX * K / 32));
+    CK(cudaMalloc((void **)&G.xq, (size_t)TOKENS_MAX * K));
+    CK(cudaMalloc((void **)&G.xs, (size_t)TOKENS_MAX * K / 32));
+    CK(cudaMalloc((void **)&G.kv, (size_t)TOKENS_MAX * N * 2));
+    CK(cudaMalloc((void **)&G.kv2, (size_t)TOKENS_MAX * N * 2));
+    CK(cudaMalloc((void **)&G.h, (size_t)TOKENS_MAX * HC * D * 2));
     CK(cudaMalloc((void **)&G.qw, (size_t)HC * D * 2));
     CK(cudaMalloc((void **)&G.kw, (size_t)HC * D * 2));
-    CK(cudaMalloc((void **)&G.img, (size_t)TMAX * 4));
-    CK(cudaMemset(G.img, 0, (size_t)TMAX * 4));
-    fill_dev(G.codes, (size_t)TMAX * K, 0);
-    fill_dev(G.scales, (size_t)TMAX * K / 32, 2);
-    fill_dev(G.h, (size_t)TMAX * HC * D * 2, 3);
+    CK(cudaMalloc((void **)&G.img, (size_t)TOKENS_MAX * 4));
+    CK(cudaMemset(G.img, 0, (size_t)TOKENS_MAX * 4));
+    fill_dev(G.codes, (size_t)TOKENS_MAX * K, 0);
+    fill_dev(G.scales, (size_t)TOKENS_MAX * K / 32, 2);
+    fill_dev(G.h, (size_t)TOKENS_MAX * HC * D * 2, 3);
     fill_dev(G.qw, (size_t)HC * D * 2, 3);
     fill_dev(G.kw, (size_t)HC * D * 2, 3);
     dsf_err e;
     if (dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(DSF_ENG_ROLE_EMBED_QUANT), G.codes, G.scales, G.xq, G.xs,
-                                    TMAX, K, &e))
+                                    TOKENS_MAX, K, &e))
         exit(1);
     printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
     int NG;

@@ -21,8 +21,9 @@ static const sim_variant real[] = {
 static void test_chunkings(void) {
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms, 5);
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &real[i], geoms, 5);
-    for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 1, 5); // sliced GEMV: 64 rows
-    for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 2, 5); // sliced SGEMM: 64 rows
+    // Chunks of 64 under the sliced GEMV, then the sliced SGEMM: sliced where the ring admits them (ratios 1 and 128).
+    for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 1, 5);
+    for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 2, 5);
 }
 
 static void test_batch(void) {

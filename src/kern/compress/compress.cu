@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
                 if (s < DSF_CMP_SLICES - skip) tot = DSF_CMP_ADD(tot, p[s]);
             store_proj(L, b, ws, O, i / O, (int)(i % O), tot, fault, L.ratio > 1);
         }
-        const uint16_t *w = o < O ? (o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D) + lane * S : NULL;
+        const uint16_t *w = o < O ? dsf_cmp_proj_row(L, o, C, D) + lane * S : NULL;
         for (int64_t t0 = 0; !FOLD && t0 < b.rows; t0 += TCH) {
             int nr = b.rows - t0 < TCH ? (int)(b.rows - t0) : TCH;
             float acc[TCH];
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
     for (int v = 0; v < RB; v++) {
         int o = o0 + tid + v * NT;
         o = o < O ? o : O - 1;
-        pb[v] = (o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D) + kb;
+        pb[v] = dsf_cmp_proj_row(L, o, C, D) + kb;
     }
     float acc[8][8];
 #pragma unroll
@@ -293,9 +293,12 @@ __global__ void cmp_ring_reset(float *ring, int cap, int C) {
         ring[i] = (i / C) % 2 ? -INFINITY : 0.0f;
 }
 
+// Rows of pooled channels the scratch holds: the fused path's emitters of up to DSF_CMP_FUSED_MAX_ROWS rows, or all.
+static size_t pooled_rows(int64_t rows) { return rows > DSF_CMP_FUSED_MAX_ROWS ? (size_t)rows : DSF_CMP_FUSED_MAX_ROWS; }
+
 // Counters, ws, pooled channels, and the sliced path's unfolded slice chains for up to DSF_CMP_FUSED_MAX_ROWS rows.
 extern "C" size_t dsf_cmp_scratch_bytes(const dsf_cmp_layer *L, int64_t rows) {
-    size_t r = (size_t)(rows > 0 ? rows : 1), pr = r > DSF_CMP_FUSED_MAX_ROWS ? r : DSF_CMP_FUSED_MAX_ROWS;
+    size_t r = (size_t)(rows > 0 ? rows : 1), pr = pooled_rows((int64_t)r);
     size_t sr = r < DSF_CMP_FUSED_MAX_ROWS ? r : DSF_CMP_FUSED_MAX_ROWS, O = (size_t)dsf_cmp_proj_outputs(L);
     return CTR_BYTES + sizeof(float) * (r * O + pr * (size_t)L->d + DSF_CMP_SLICES * sr * O);
 }
@@ -369,19 +372,19 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     if (fused && fused_slots(g->threads, g->dyn_smem, &slots, e)) return -1;
     while (pc > 1 && (L->d % (32 * pc) || b->rows * pc > slots / 2)) pc /= 2;
     float *pooled = ws + (size_t)b->rows * (size_t)O, *part = NULL;
+    int kt16 = L->dim / DSF_CMP_SLICES % 16 == 0; // a slice holds whole K tiles of 16
     if (fused && b->rows <= slots / 2) {
         int opb = g->threads / 32, grid = (O + opb - 1) / opb, ne = (int)b->rows * pc, nt = g->threads;
         // Sliced (p[0] 3, or auto from DSF_CMP_SLICED_MIN_ROWS rows): the SGEMM a slice a block, then fold and emit.
         if (g->p[0] == 3 || (g->p[0] == 0 && b->rows >= DSF_CMP_SLICED_MIN_ROWS)) {
-            part = pooled + (size_t)(b->rows > DSF_CMP_FUSED_MAX_ROWS ? b->rows : DSF_CMP_FUSED_MAX_ROWS) * L->d;
+            part = pooled + pooled_rows(b->rows) * (size_t)L->d;
             int tile = g->p[0] == 0 && b->rows <= 32 ? 0 : g->p[1], bm = gemm_rows(tile);
             int gv = (g->p[0] == 0 ? DSF_CMP_SGEMV_ROWS : g->p[3]) >= b->rows && L->dim / DSF_CMP_SLICES <= SG_MAX_S;
             void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part}, *vargs[] = {&l, &bb, &part};
             int rb = gv ? SR : bm; // rows a block
             dim3 gg((unsigned)((O + 63) / 64), (unsigned)((b->rows + rb - 1) / rb), DSF_CMP_SLICES);
             if (gv ? launch((const void *)cmp_sgemv, gg, 64, 0, stream, vargs, "cmp_sgemv", e)
-                   : launch(gemm_fn(tile, L->dim / DSF_CMP_SLICES % 16 == 0, 1), gg, bm, g->dyn_smem, stream, gargs,
-                            "cmp_gemm", e))
+                   : launch(gemm_fn(tile, kt16, 1), gg, bm, g->dyn_smem, stream, gargs, "cmp_gemm", e))
                 return -1;
             grid = (int)((b->rows * O + nt - 1) / nt);
         }
@@ -401,8 +404,7 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     int bm = gemm_rows(g->p[1]);
     void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part};
     dim3 gg((unsigned)((O + 63) / 64), (unsigned)((b->rows + bm - 1) / bm));
-    if (launch(gemm_fn(g->p[1], L->dim / DSF_CMP_SLICES % 16 == 0, 0), gg, bm, g->dyn_smem, stream, gargs, "cmp_gemm",
-               e))
+    if (launch(gemm_fn(g->p[1], kt16, 0), gg, bm, g->dyn_smem, stream, gargs, "cmp_gemm", e))
         return -1;
     void *pargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &cg};
     if (split && launch((const void *)cmp_pool, dim3((unsigned)b->n_seg, ey, (unsigned)groups), g->threads, 0, stream,
@@ -446,6 +448,7 @@ extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *
 extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
     if (geom_check(g, e)) return -1;
     int sl = g->p[0] == 0 || g->p[0] == 3, bm = gemm_rows(g->p[1]), ew = g->p[2] ? g->p[2] : EW;
+    const void *mf = main_fn(g); // checked at g->threads (at least bm) through dsf_cmp_cuda_attrs: not listed
     // Both GEMM K tiles (sliced or not; auto: 32 rows), the sliced GEMV and fold, pooling, emission, ring rows, reset.
     const struct {
         const char *name;
@@ -464,7 +467,7 @@ extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch 
                {"cmp_ring_reset", (const void *)cmp_ring_reset, 256, 0}};
     int n = 0;
     for (int i = 0; i < (int)(sizeof all / sizeof all[0]); i++) {
-        int seen = all[i].fn == main_fn(g) || !all[i].fn; // main_fn is checked at g->threads, at least bm
+        int seen = all[i].fn == mf || !all[i].fn;
         for (int j = 0; j < i; j++) seen |= all[j].fn == all[i].fn;
         if (seen) continue;
         if (n == max) return dsf_fail(e, "compressor: more than %d launched functions for geometry %s", max, g->name);

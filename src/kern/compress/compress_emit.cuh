@@ -10,6 +10,11 @@ __device__ __forceinline__ static int dsf_cmp_proj_outputs_dev(const dsf_cmp_lay
     return (L.ratio > 1 ? 2 : 1) * dsf_cmp_channels_dev(L);
 }
 
+// Row o of the projection's weights (C channels, D wide): wkv for the first C outputs, then wgate (scores).
+__device__ __forceinline__ static const uint16_t *dsf_cmp_proj_row(const dsf_cmp_layer &L, int o, int C, int D) {
+    return o < C ? L.w.wkv + (size_t)o * D : L.w.wgate + (size_t)(o - C) * D;
+}
+
 typedef struct emit_smem {
     union {
         float st[POOL_FLOATS];                          // pooling: scores (then weights) and kv of a channel chunk

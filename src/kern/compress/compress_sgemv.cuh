@@ -13,7 +13,7 @@ __global__ void __launch_bounds__(64) cmp_sgemv(dsf_cmp_layer L, dsf_cmp_batch b
     int sl = blockIdx.z, o = blockIdx.x * 64 + threadIdx.x, oc = o < O ? o : O - 1;
     int64_t r0 = (int64_t)blockIdx.y * SR;
     int nr = b.rows - r0 < SR ? (int)(b.rows - r0) : SR;
-    const uint16_t *w = (oc < C ? L.w.wkv + (size_t)oc * D : L.w.wgate + (size_t)(oc - C) * D) + (size_t)sl * S;
+    const uint16_t *w = dsf_cmp_proj_row(L, oc, C, D) + (size_t)sl * S;
     uint4 cur[SG_CH], nxt[SG_CH];
     load_vecs<SG_CH>(w, 0, S, cur);
     for (int i = threadIdx.x; i < SR * nv; i += blockDim.x) {
