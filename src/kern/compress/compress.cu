@@ -66,10 +66,11 @@ __device__ static void gemv_rows(const dsf_cmp_batch &b, const uint16_t *w, int 
 __device__ static void wait_projections(unsigned *ctr, unsigned G, unsigned ne) {
     if (threadIdx.x == 0) {
         while (load_acquire(ctr) < G) __nanosleep(32);
-        if (atomicAdd(ctr + 1, 1u) == ne - 1) ctr[0] = 0, ctr[1] = 0;
+        if (ne == 1) ctr[0] = 0; // the only emitter: no departures to count
+        else if (atomicAdd(ctr + 1, 1u) == ne - 1) ctr[0] = 0, ctr[1] = 0;
+        __threadfence();
     }
     __syncthreads();
-    __threadfence();
 }
 
 // Fused decode: G blocks project (FOLD: fold part's slice chains) and arrive; rows*pc blocks prepare, wait, emit.
@@ -120,11 +121,12 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     int64_t row = me / pc;
     int s = seg_of(b, row), cw = L.d / pc, c0 = (me % pc) * cw;
     int64_t j = emitted_at(L, b, s, b.pos[s] + (row - b.row0[s]), fault);
-    int staged = 0;
+    int staged = 0, lanes = 0;
     if (j >= 0) {
         emit_tokens(L, b, s, j, ws, O, fault, sm);
         emit_prep(L, b, s, j, wide, sm);
-        if (L.ratio > 1) {
+        lanes = pc == 1 && L.ratio > 1 && sm.n <= EW_TOK; // a thread a channel, every token's loads at once
+        if (L.ratio > 1 && !lanes) {
             pool_stage(C, c0, pool_chunk(sm.n) < cw ? pool_chunk(sm.n) : cw, wide, 0, sm);
             staged = 1;
         }
@@ -134,7 +136,20 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     wait_projections(ctr, (unsigned)G, (unsigned)ne);
     if (j < 0) return;
     float *dst = pooled + row * L.d; // pc 1: c0 = 0 and cw = d, the whole entry pooled straight into sm.v
-    pool_range(L, c0, c0 + cw, wide, pc == 1 ? sm.v : dst + c0, staged, sm);
+    if (lanes) {
+        for (int c = threadIdx.x; c < L.d; c += 2 * blockDim.x) { // compiled for the fewest tokens that hold n
+            float v[2];
+            int nt = blockDim.x, n = sm.n;
+            if (n <= 2) pool_lane<2, 2>(sm.tok, n, C, c, nt, L.d, wide, v);
+            else if (n <= 8) pool_lane<8, 2>(sm.tok, n, C, c, nt, L.d, wide, v);
+            else for (int h = 0; h < 2; h++) pool_lane<EW_TOK, 1>(sm.tok, n, C, c + h * nt, nt, L.d, wide, v + h);
+            sm.v[c] = dsf_bf16_round(v[0]);
+            if (c + nt < L.d) sm.v[c + nt] = dsf_bf16_round(v[1]);
+        }
+        __syncthreads();
+    } else {
+        pool_range(L, c0, c0 + cw, wide, pc == 1 ? sm.v : dst + c0, staged, sm);
+    }
     if (pc > 1) {
         __threadfence();
         __syncthreads();

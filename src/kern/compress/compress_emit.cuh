@@ -75,11 +75,34 @@ __device__ static dsf_cmp_tok entry_token(const dsf_cmp_layer &L, const dsf_cmp_
     return t;
 }
 
+// dsf_cmp_slice_sumsq's chain, its values read 16 bytes at a time where n and v allow (4 times fewer shared loads).
+__device__ static float slice_sumsq_dev(const float *v, int n) {
+    if (n % 4 || (uintptr_t)v % 16) return dsf_cmp_slice_sumsq(v, n);
+    float p = 0.0f;
+    for (int k = 0; k < n; k += 4) {
+        float4 q = *(const float4 *)(v + k);
+        p = DSF_CMP_MADD(q.x, q.x, p), p = DSF_CMP_MADD(q.y, q.y, p);
+        p = DSF_CMP_MADD(q.z, q.z, p), p = DSF_CMP_MADD(q.w, q.w, p);
+    }
+    return p;
+}
+
+// dsf_block_amax of n values, read 16 bytes at a time where n and x allow (max is exact, so any order agrees).
+__device__ static float block_amax_dev(const float *x, int n) {
+    if (n % 4 || (uintptr_t)x % 16) return dsf_block_amax(x, n);
+    float m = 0.0f;
+    for (int i = 0; i < n; i += 4) {
+        float4 q = *(const float4 *)(x + i);
+        m = fmaxf(m, fmaxf(fmaxf(fabsf(q.x), fabsf(q.y)), fmaxf(fabsf(q.z), fabsf(q.w))));
+    }
+    return m;
+}
+
 // Sum of squares of n values in the canonical order: thread l sums slice l, thread 0 folds; 1/rms in *inv.
 template <class Team>
 __device__ static void team_inv_rms(Team tm, const float *v, int n, float eps, float *sl, float *inv) {
     int t = tm.t(), S = n / DSF_CMP_SLICES;
-    if (t < DSF_CMP_SLICES) sl[t] = dsf_cmp_slice_sumsq(v + t * S, S);
+    if (t < DSF_CMP_SLICES) sl[t] = slice_sumsq_dev(v + t * S, S);
     tm.sync();
     if (t == 0) {
         float tot = sl[0];
@@ -108,7 +131,7 @@ __device__ static void finish_dev(Team tm, float *v, float *qs, int n, const flo
     }
     int qn = kind == 0 ? n - DSF_CMP_ROPE_DIM : n;
     for (int bi = t; bi < qn / blk; bi += nt) {
-        float amax = dsf_block_amax(v + bi * blk, blk);
+        float amax = block_amax_dev(v + bi * blk, blk);
         qs[bi] = kind == 0 ? dsf_act_scale_pow2(amax) : kind == 1 ? dsf_fp4_scale_e8m0(amax) : dsf_fp4_scale_e4m3(amax);
     }
     tm.sync();
@@ -117,6 +140,31 @@ __device__ static void finish_dev(Team tm, float *v, float *qs, int n, const flo
     tm.sync();
     if (fault == DSF_CMP_NAN && t == 0) v[n - 1] = __int_as_float(0x7FC00000);
     tm.sync();
+}
+
+// finish_dev's norm, RoPE, QDQ and bf16 write of n values, two a thread and BLK / 2 threads a QDQ block: no barrier.
+template <int BLK>
+__device__ static void finish_blocks(const float *v, int n, float inv, const uint16_t *nw, float *lat, const float2 *cs,
+                                     int kind, int fault, uint16_t *out) {
+    enum { LPB = BLK / 2 };
+    int qn = kind == 0 ? n - DSF_CMP_ROPE_DIM : n, r0 = n - DSF_CMP_ROPE_DIM;
+    unsigned grp = (LPB == 32 ? 0xFFFFFFFFu : (1u << LPB) - 1) << (threadIdx.x & 31 & ~(LPB - 1));
+    for (int c = 2 * threadIdx.x; c < n; c += 2 * blockDim.x) {
+        float2 f = *(const float2 *)(v + c);
+        float r[2] = {dsf_cmp_norm_elem(f.x, inv, nw[c]), dsf_cmp_norm_elem(f.y, inv, nw[c + 1])};
+        if (lat) *(float2 *)(lat + c) = make_float2(r[0], r[1]);
+        if (c >= r0) dsf_cmp_rope_rot(r, cs[(c - r0) / 2].x, cs[(c - r0) / 2].y);
+        if (c < qn) { // the whole QDQ block is below qn (n a multiple of BLK)
+            float m = fmaxf(fabsf(r[0]), fabsf(r[1])); // dsf_block_amax: the largest magnitude, exact in any order
+#pragma unroll
+            for (int x = 1; x < LPB; x *= 2) m = fmaxf(m, __shfl_xor_sync(grp, m, x));
+            float sc = kind == 0 ? dsf_act_scale_pow2(m) : kind == 1 ? dsf_fp4_scale_e8m0(m) : dsf_fp4_scale_e4m3(m);
+#pragma unroll
+            for (int k = 0; k < 2; k++) r[k] = kind == 0 ? dsf_act_qdq_value(r[k], sc) : dsf_fp4_qdq_value(r[k], sc);
+        }
+        if (fault == DSF_CMP_NAN && c + 2 == n) r[1] = __int_as_float(0x7FC00000);
+        out[c] = dsf_bf16_from_f32(r[0]), out[c + 1] = dsf_bf16_from_f32(r[1]);
+    }
 }
 
 // The tokens entry j of segment s pools, in position order, with their channel offsets: sm.tok, sm.n; ends synced.
@@ -211,16 +259,37 @@ template <int N> __device__ __forceinline__ static void load_vecs(const uint16_t
         v[u] = w && k0 + 8 * u < S ? __ldg((const uint4 *)(w + k0 + 8 * u)) : make_uint4(0, 0, 0, 0);
 }
 
+// Lane u < TCH folds output o0 + u's 32 slice partials in order into sm.k (bf16); the warp syncs around it.
+__device__ static void key_fold(const dsf_cmp_layer &L, int o0, emit_smem &sm) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncwarp();
+    if (lane < TCH && o0 + lane < L.ik) {
+        float tot = sm.u.part[warp][lane][0];
+#pragma unroll
+        for (int i = 1; i < DSF_CMP_SLICES; i++) tot = DSF_CMP_ADD(tot, sm.u.part[warp][lane][i]);
+        sm.k[o0 + lane] = dsf_bf16_round(tot);
+    }
+    __syncwarp();
+}
+
 // Index key from sm.lat into sm.k: a warp takes TCH outputs at a time, lane = slice, lane u folds output u in order.
 __device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
     enum { MS = DSF_CMP_MAX_D / DSF_CMP_SLICES, KO = 4 };
     int d = L.d, S = d / DSF_CMP_SLICES, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     int vec = S % 8 == 0 && ((uintptr_t)L.w.wk & 15) == 0;
     float x[MS];
+    if (S % 4 == 0) {
 #pragma unroll
-    for (int k = 0; k < MS; k++) x[k] = k < S ? sm.lat[lane * S + k] : 0.0f;
-    for (int o0 = warp * TCH; o0 < L.ik; o0 += nw * TCH) {
-        if (vec) {
+        for (int k = 0; k < MS; k += 4) {
+            float4 q = k < S ? *(const float4 *)(sm.lat + lane * S + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            x[k] = q.x, x[k + 1] = q.y, x[k + 2] = q.z, x[k + 3] = q.w;
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < MS; k++) x[k] = k < S ? sm.lat[lane * S + k] : 0.0f;
+    }
+    if (vec) {
+        for (int o0 = warp * TCH; o0 < L.ik; o0 += nw * TCH) {
 #pragma unroll
             for (int h = 0; h < TCH; h += KO) {
                 uint4 wv[KO][MS / 8]; // the loads of KO outputs are all in flight before their FMAs
@@ -243,22 +312,18 @@ __device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
                     sm.u.part[warp][h + u][lane] = p;
                 }
             }
-        } else {
+            key_fold(L, o0, sm);
+        }
+    } else {
+        for (int o0 = warp * TCH; o0 < L.ik; o0 += nw * TCH) {
             for (int u = 0; u < TCH && o0 + u < L.ik; u++) { // unaligned or short slices: the same FMAs, x from sm.lat
                 const uint16_t *w = L.w.wk + (size_t)(o0 + u) * d + lane * S;
                 float p = 0.0f;
                 for (int k = 0; k < S; k++) p = DSF_CMP_MADD(sm.lat[lane * S + k], dsf_bf16_to_f32(w[k]), p);
                 sm.u.part[warp][u][lane] = p;
             }
+            key_fold(L, o0, sm);
         }
-        __syncwarp();
-        if (lane < TCH && o0 + lane < L.ik) {
-            float tot = sm.u.part[warp][lane][0];
-#pragma unroll
-            for (int i = 1; i < DSF_CMP_SLICES; i++) tot = DSF_CMP_ADD(tot, sm.u.part[warp][lane][i]);
-            sm.k[o0 + lane] = dsf_bf16_round(tot);
-        }
-        __syncwarp();
     }
     __syncthreads();
 }
@@ -293,14 +358,23 @@ __device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem 
         const uint16_t *nw = key ? sm.knw : sm.nw;
         int n = key ? L.ik : L.d;
         team_inv_rms(cmp_block(), v, n, L.eps, sm.sl, &sm.inv);
+        int kd = key ? 1 : kind, blk = dsf_cmp_quant_blk(kd);
+        uint16_t *out = key ? sm.iko : sm.kvo;
+        if (!(!key && kind == 1) && n % blk == 0 && n >= DSF_CMP_ROPE_DIM) { // no Hadamard: a step a QDQ block
+            const float2 *cs = key ? sm.kcs : sm.cs;
+            float *lat = key ? NULL : sm.lat;
+            if (blk == 16) finish_blocks<16>(v, n, sm.inv, nw, lat, cs, kd, fault, out);
+            else if (blk == 32) finish_blocks<32>(v, n, sm.inv, nw, lat, cs, kd, fault, out);
+            else finish_blocks<64>(v, n, sm.inv, nw, lat, cs, kd, fault, out);
+            __syncthreads();
+            continue;
+        }
         for (int c = t; c < n; c += nt) {
             v[c] = dsf_cmp_norm_elem(v[c], sm.inv, nw[c]);
             if (!key) sm.lat[c] = v[c];
         }
         __syncthreads();
-        int kd = key ? 1 : kind;
-        finish_dev(cmp_block(), v, sm.qs, n, key ? sm.kcs : sm.cs, kd, dsf_cmp_quant_blk(kd), !key && kind == 1, fault);
-        uint16_t *out = key ? sm.iko : sm.kvo;
+        finish_dev(cmp_block(), v, sm.qs, n, key ? sm.kcs : sm.cs, kd, blk, !key && kind == 1, fault);
         for (int c = t; c < n; c += nt) out[c] = dsf_bf16_from_f32(v[c]);
     }
     __syncthreads();

@@ -62,25 +62,38 @@ __device__ static void warp_finish(const dsf_cmp_layer &L, float *v, int n, cons
     for (int c = lane; c < n; c += 32) out[c] = dsf_bf16_from_f32(v[c]);
 }
 
-// Channel c over the n <= EW_TOK tokens, all loads first: dsf_cmp_pool's operations in its order (mirror: wide).
-__device__ static float pool_lane(const dsf_cmp_tok *tok, int n, int C, int c, int wide) {
-    float sc[EW_TOK], kv[EW_TOK], m = -INFINITY, sum = 0.0f, acc = 0.0f;
+// Channels c0 + h cs (h < CH, below c1) over n <= NT tokens, all loads first: dsf_cmp_pool's operations in its order.
+template <int NT, int CH>
+__device__ static void pool_lane(const dsf_cmp_tok *tok, int n, int C, int c0, int cs, int c1, int wide, float *out) {
+    float sc[CH][NT], kv[CH][NT];
 #pragma unroll
-    for (int i = 0; i < EW_TOK; i++) {
-        int iv = wide ? n - 1 - i : i;
-        sc[i] = i < n ? __ldcg(tok[i].row + C + tok[i].off + c) : 0.0f;
-        kv[i] = i < n ? __ldcg(tok[iv].row + tok[iv].off + c) : 0.0f;
+    for (int h = 0; h < CH; h++)
+#pragma unroll
+        for (int i = 0; i < NT; i++) {
+            int iv = wide ? n - 1 - i : i, c = c0 + h * cs, ok = i < n && c < c1;
+            sc[h][i] = ok ? __ldcg(tok[i].row + C + tok[i].off + c) : 0.0f;
+            kv[h][i] = ok ? __ldcg(tok[iv].row + tok[iv].off + c) : 0.0f;
+        }
+#pragma unroll
+    for (int h = 0; h < CH; h++) {
+        float m = -INFINITY, sum = 0.0f, acc = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NT; i++)
+            if (i < n) m = fmaxf(m, sc[h][i]);
+#pragma unroll
+        for (int i = 0; i < NT; i++)
+            if (i < n) sc[h][i] = expf(DSF_CMP_SUB(sc[h][i], m)), sum = DSF_CMP_ADD(sum, sc[h][i]);
+#pragma unroll
+        for (int i = 0; i < NT; i++)
+            if (i < n) acc = DSF_CMP_MADD(kv[h][i], DSF_CMP_DIV(sc[h][i], sum), acc);
+        out[h] = acc;
     }
-#pragma unroll
-    for (int i = 0; i < EW_TOK; i++)
-        if (i < n) m = fmaxf(m, sc[i]);
-#pragma unroll
-    for (int i = 0; i < EW_TOK; i++)
-        if (i < n) sc[i] = expf(DSF_CMP_SUB(sc[i], m)), sum = DSF_CMP_ADD(sum, sc[i]);
-#pragma unroll
-    for (int i = 0; i < EW_TOK; i++)
-        if (i < n) acc = DSF_CMP_MADD(kv[i], DSF_CMP_DIV(sc[i], sum), acc);
-    return acc;
+}
+
+__device__ __forceinline__ static float pool_one(const dsf_cmp_tok *tok, int n, int C, int c, int wide) {
+    float v;
+    pool_lane<EW_TOK, 1>(tok, n, C, c, 0, c + 1, wide, &v);
+    return v;
 }
 
 // Warp w's entry (slot g EW + w): pooled values (cmp_pool's when split), norm, latent to x, RoPE, QDQ, write.
@@ -97,7 +110,7 @@ __device__ static void warp_entry(const dsf_cmp_layer &L, const dsf_cmp_batch &b
     for (int c = lane; c < d; c += 32)
         v[c] = split ? __ldcg(pooled + row * d + c)
                : r == 1 ? dsf_bf16_round(__ldcg(tok[0].row + c))
-                        : dsf_bf16_round(pool_lane(tok, n, C, c, wide));
+                        : dsf_bf16_round(pool_one(tok, n, C, c, wide));
     __syncwarp();
     int kind = dsf_cmp_quant_kind(&L);
     warp_finish(L, v, d, L.w.norm, L.ik ? sm.x[w] : NULL, j * r + (r == 1 && wide ? 1 : 0), kind, kind == 1, fault,
