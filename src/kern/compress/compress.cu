@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     if (j >= 0) {
         emit_tokens(L, b, s, j, ws, O, fault, sm);
         emit_prep(L, b, s, j, wide, sm);
-        lanes = pc == 1 && L.ratio > 1 && sm.n <= EW_TOK; // a thread a channel, every token's loads at once
+        lanes = pc == 1 && L.ratio > 1 && sm.n <= 8; // a thread a channel, every token's loads at once
         if (L.ratio > 1 && !lanes) {
             pool_stage(C, c0, pool_chunk(sm.n) < cw ? pool_chunk(sm.n) : cw, wide, 0, sm);
             staged = 1;
@@ -137,12 +137,11 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     if (j < 0) return;
     float *dst = pooled + row * L.d; // pc 1: c0 = 0 and cw = d, the whole entry pooled straight into sm.v
     if (lanes) {
-        for (int c = threadIdx.x; c < L.d; c += 2 * blockDim.x) { // compiled for the fewest tokens that hold n
+        for (int c = threadIdx.x; c < L.d; c += 2 * blockDim.x) { // ratio 2 (2 tokens), ratio 4 with overlap (4 or 8)
             float v[2];
             int nt = blockDim.x, n = sm.n;
             if (n <= 2) pool_lane<2, 2>(sm.tok, n, C, c, nt, L.d, wide, v);
-            else if (n <= 8) pool_lane<8, 2>(sm.tok, n, C, c, nt, L.d, wide, v);
-            else for (int h = 0; h < 2; h++) pool_lane<EW_TOK, 1>(sm.tok, n, C, c + h * nt, nt, L.d, wide, v + h);
+            else pool_lane<8, 2>(sm.tok, n, C, c, nt, L.d, wide, v);
             sm.v[c] = dsf_bf16_round(v[0]);
             if (c + nt < L.d) sm.v[c + nt] = dsf_bf16_round(v[1]);
         }
