@@ -3,7 +3,7 @@
 // The compressor's emission on CUDA, by one block: tokens, staged pooling of a channel range, norm, key, RoPE, QDQ.
 #include "kern/compress/compress_internal.h"
 
-enum { TCH = 8, MAX_WARPS = 8, POOL_FLOATS = 8192, PU = 8, KS = 5, XS_CAP = 1344 };
+enum { TCH = 8, MAX_WARPS = 8, POOL_FLOATS = 8192, KS = 5, XS_CAP = 1344 };
 
 __device__ __forceinline__ static int dsf_cmp_channels_dev(const dsf_cmp_layer &L) { return (L.overlap ? 2 : 1) * L.d; }
 __device__ __forceinline__ static int dsf_cmp_proj_outputs_dev(const dsf_cmp_layer &L) {
@@ -30,7 +30,7 @@ typedef struct emit_smem {
     uint16_t *kvo, *iko;                                         // where the entry and its key go
     dsf_cmp_tok tok[2 * DSF_CMP_MAX_RATIO];
     unsigned char cur[2 * DSF_CMP_MAX_RATIO]; // the token's row is this call's projection (ws), not the ring
-    int n;
+    int n, cur0;
     unsigned ticket;
 } emit_smem;
 
@@ -168,35 +168,40 @@ __device__ static void finish_blocks(const float *v, int n, float inv, const uin
 }
 
 // The tokens entry j of segment s pools, in position order, with their channel offsets: sm.tok, sm.n; ends synced.
+// Positions rise with the index, so this call's rows (sm.cur) are a suffix of the tokens: sm.cur0 is its first.
 __device__ static void emit_tokens(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, const float *ws,
                                    int O, int fault, emit_smem &sm) {
     int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * L.ratio;
     for (int i = threadIdx.x; i < n; i += blockDim.x) sm.tok[i] = entry_token(L, b, s, j, i, prev, ws, O, &sm.cur[i]);
-    if (threadIdx.x == 0) sm.n = n;
+    if (threadIdx.x == 0) sm.n = n, sm.cur0 = n;
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        if (sm.cur[i] && (i == 0 || !sm.cur[i - 1])) sm.cur0 = i;
     __syncthreads();
 }
 
-// Stages scores and kv of channels a..a+ch-1 of the tokens whose row is in ws (want 1), the ring (0) or both (2).
+// 16 bytes from global (L2, as __ldcg: other blocks wrote ws) to shared memory, asynchronously; cp_wait waits.
+__device__ __forceinline__ static void cp16(float *dst, const float *src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src)
+                 : "memory");
+}
+__device__ __forceinline__ static void cp_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// Starts copies of scores and kv of channels a..a+ch-1 (ch a multiple of 4): the ring's tokens (want 0), this
+// call's (1, the suffix from sm.cur0) or all (2); with wide, kv slot i takes token n-1-i. All in flight at once.
 __device__ __noinline__ static void pool_stage(int C, int a, int ch, int wide, int want, emit_smem &sm) {
-    int t = threadIdx.x, nt = blockDim.x, n = sm.n, nx = n * ch;
+    int t = threadIdx.x, nt = blockDim.x, n = sm.n, i0 = want == 1 ? sm.cur0 : 0, q = ch / 4;
     float *e = sm.u.st, *kv = sm.u.st + POOL_FLOATS / 2;
-    for (int x0 = t; x0 < nx; x0 += PU * nt) {
-        float sv[PU], kvv[PU];
-        int ls[PU], lk[PU];
-#pragma unroll
-        for (int u = 0; u < PU; u++) {
-            int x = x0 + u * nt, i = x / ch, c = x - i * ch, iv = wide ? n - 1 - i : i;
-            const dsf_cmp_tok *tk = &sm.tok[x < nx ? i : 0], *tv = &sm.tok[x < nx ? iv : 0];
-            ls[u] = x < nx && (want == 2 || sm.cur[i] == want);
-            lk[u] = x < nx && (want == 2 || sm.cur[iv] == want);
-            sv[u] = ls[u] ? __ldcg(tk->row + C + tk->off + a + c) : 0.0f;
-            kvv[u] = lk[u] ? __ldcg(tv->row + tv->off + a + c) : 0.0f;
+    for (int x = t; x < (n - i0) * q; x += nt) {
+        int i = i0 + x / q, c = x % q * 4, iv = wide ? n - 1 - i : i;
+        const dsf_cmp_tok *tk = &sm.tok[i], *tv = &sm.tok[iv];
+        if (want == 1) { // token i is this call's: its score at slot i, its kv at the slot that takes it
+            cp16(e + i * ch + c, tk->row + C + tk->off + a + c);
+            cp16(kv + iv * ch + c, tk->row + tk->off + a + c);
+            continue;
         }
-#pragma unroll
-        for (int u = 0; u < PU; u++) {
-            if (ls[u]) e[x0 + u * nt] = sv[u];
-            if (lk[u]) kv[x0 + u * nt] = kvv[u];
-        }
+        if (want == 2 || i < sm.cur0) cp16(e + i * ch + c, tk->row + C + tk->off + a + c);
+        if (want == 2 || iv < sm.cur0) cp16(kv + i * ch + c, tv->row + tv->off + a + c);
     }
 }
 
@@ -217,6 +222,7 @@ __device__ static void pool_range(const dsf_cmp_layer &L, int c0, int c1, int wi
     for (int a = c0; a < c1; a += cw) {
         int ch = c1 - a < cw ? c1 - a : cw, nx = n * ch;
         pool_stage(dsf_cmp_channels_dev(L), a, ch, wide, a == c0 && ring_staged ? 1 : 2, sm);
+        cp_wait();
         __syncthreads();
         for (int c = t; c < ch; c += nt) {
             float m = -INFINITY;
@@ -225,7 +231,8 @@ __device__ static void pool_range(const dsf_cmp_layer &L, int c0, int c1, int wi
             sm.lat[c] = m;
         }
         __syncthreads();
-        for (int x = t; x < nx; x += nt) e[x] = expf(DSF_CMP_SUB(e[x], sm.lat[x % ch]));
+        int cm = ch - 1, p2 = (ch & cm) == 0; // a power-of-two chunk takes its channel by a mask, not a division
+        for (int x = t; x < nx; x += nt) e[x] = expf(DSF_CMP_SUB(e[x], sm.lat[p2 ? x & cm : x % ch]));
         __syncthreads();
         for (int c = t; c < ch; c += nt) {
             float sum = 0.0f;
@@ -234,7 +241,7 @@ __device__ static void pool_range(const dsf_cmp_layer &L, int c0, int c1, int wi
             sm.lat[c] = sum;
         }
         __syncthreads();
-        for (int x = t; x < nx; x += nt) e[x] = DSF_CMP_DIV(e[x], sm.lat[x % ch]);
+        for (int x = t; x < nx; x += nt) e[x] = DSF_CMP_DIV(e[x], sm.lat[p2 ? x & cm : x % ch]);
         __syncthreads();
         for (int c = t; c < ch; c += nt) {
             float acc = 0.0f;
