@@ -167,8 +167,7 @@ __device__ static void finish_blocks(const float *v, int n, float inv, const uin
     }
 }
 
-// The tokens entry j of segment s pools, in position order, with their channel offsets: sm.tok, sm.n; ends synced.
-// Positions rise with the index, so this call's rows (sm.cur) are a suffix of the tokens: sm.cur0 is its first.
+// Entry j's tokens in position order, with channel offsets (sm.tok, sm.n); this call's rows are a suffix from sm.cur0.
 __device__ static void emit_tokens(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, const float *ws,
                                    int O, int fault, emit_smem &sm) {
     int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * L.ratio;
@@ -187,8 +186,7 @@ __device__ __forceinline__ static void cp16(float *dst, const float *src) {
 }
 __device__ __forceinline__ static void cp_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// Starts copies of scores and kv of channels a..a+ch-1 (ch a multiple of 4): the ring's tokens (want 0), this
-// call's (1, the suffix from sm.cur0) or all (2); with wide, kv slot i takes token n-1-i. All in flight at once.
+// Copies (all in flight) scores and kv of channels a..a+ch-1: ring tokens (want 0), this call's (1) or all (2).
 __device__ __noinline__ static void pool_stage(int C, int a, int ch, int wide, int want, emit_smem &sm) {
     int t = threadIdx.x, nt = blockDim.x, n = sm.n, i0 = want == 1 ? sm.cur0 : 0, q = ch / 4;
     float *e = sm.u.st, *kv = sm.u.st + POOL_FLOATS / 2;
