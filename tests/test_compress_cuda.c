@@ -49,6 +49,12 @@ static void test_decode(void) {
     for (int i = 0; i < 5; i++) sim_test_decode(DSF_BACKEND_CUDA, &real[i], &geoms[i % 2 ? 2 : 5 + i / 2 % 2], &geoms[0]);
 }
 
+// Rings off 16-byte alignment (the pooling's staging copies 16 bytes at a time where it can): ratio 128 pools so.
+static void test_misaligned(void) {
+    sim_test_misaligned(DSF_BACKEND_CUDA, &small[4], &geoms[2]);
+    sim_test_misaligned(DSF_BACKEND_CUDA, &small[2], &geoms[0]);
+}
+
 int main(void) {
     char why[256];
     if (!dsf_dev_available(DSF_BACKEND_CUDA, why, sizeof why)) TEST_SKIP_ALL(why);
@@ -57,5 +63,6 @@ int main(void) {
     TEST_RUN(test_batch);
     TEST_RUN(test_rollback);
     TEST_RUN(test_decode);
+    TEST_RUN(test_misaligned);
     TEST_END();
 }
