@@ -142,7 +142,7 @@ __device__ static void finish_dev(Team tm, float *v, float *qs, int n, const flo
     tm.sync();
 }
 
-// finish_dev's norm, RoPE, QDQ and bf16 write of n values, two a thread and BLK / 2 threads a QDQ block: no barrier.
+// finish_dev's steps in one pass, 2 values a thread, BLK/2 threads a QDQ block (n: a multiple of 64, compress.c).
 template <int BLK>
 __device__ static void finish_blocks(const float *v, int n, float inv, const uint16_t *nw, float *lat, const float2 *cs,
                                      int kind, int fault, uint16_t *out) {
@@ -155,7 +155,7 @@ __device__ static void finish_blocks(const float *v, int n, float inv, const uin
         if (lat) *(float2 *)(lat + c) = make_float2(r[0], r[1]);
         if (c >= r0) dsf_cmp_rope_rot(r, cs[(c - r0) / 2].x, cs[(c - r0) / 2].y);
         if (c < qn) { // the whole QDQ block is below qn (n a multiple of BLK)
-            float m = fmaxf(fabsf(r[0]), fabsf(r[1])); // dsf_block_amax: the largest magnitude, exact in any order
+            float m = fmaxf(fmaxf(0.0f, fabsf(r[0])), fabsf(r[1])); // dsf_block_amax's: from 0, exact in any order
 #pragma unroll
             for (int x = 1; x < LPB; x *= 2) m = fmaxf(m, __shfl_xor_sync(grp, m, x));
             float sc = kind == 0 ? dsf_act_scale_pow2(m) : kind == 1 ? dsf_fp4_scale_e8m0(m) : dsf_fp4_scale_e4m3(m);
@@ -167,15 +167,16 @@ __device__ static void finish_blocks(const float *v, int n, float inv, const uin
     }
 }
 
-// Entry j's tokens in position order, with channel offsets (sm.tok, sm.n); this call's rows are a suffix from sm.cur0.
+// Entry j's tokens in position order, with channel offsets (sm.tok, sm.n); sm.cur0: the first whose row is this call's.
 __device__ static void emit_tokens(const dsf_cmp_layer &L, const dsf_cmp_batch &b, int s, int64_t j, const float *ws,
                                    int O, int fault, emit_smem &sm) {
     int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * L.ratio;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) sm.tok[i] = entry_token(L, b, s, j, i, prev, ws, O, &sm.cur[i]);
     if (threadIdx.x == 0) sm.n = n, sm.cur0 = n;
     __syncthreads();
-    for (int i = threadIdx.x; i < n; i += blockDim.x)
-        if (sm.cur[i] && (i == 0 || !sm.cur[i - 1])) sm.cur0 = i;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        sm.tok[i] = entry_token(L, b, s, j, i, prev, ws, O, &sm.cur[i]);
+        if (sm.cur[i]) atomicMin(&sm.cur0, i);
+    }
     __syncthreads();
 }
 
@@ -190,20 +191,21 @@ __device__ __forceinline__ static void cp16(float *dst, const float *src) {
 }
 __device__ __forceinline__ static void cp_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// Copies (all in flight) scores and kv of channels a..a+ch-1: ring tokens (want 0), this call's (1) or all (2).
+// Copies (all in flight) scores, kv of channels a..a+ch-1 (ch: 32s): ring tokens (want 0), this call's (1) or all (2).
 __device__ __noinline__ static void pool_stage(int C, int a, int ch, int wide, int want, emit_smem &sm) {
     int t = threadIdx.x, nt = blockDim.x, n = sm.n, i0 = want == 1 ? sm.cur0 : 0, q = ch / 4;
     float *e = sm.u.st, *kv = sm.u.st + POOL_FLOATS / 2;
     for (int x = t; x < (n - i0) * q; x += nt) {
         int i = i0 + x / q, c = x % q * 4, iv = wide ? n - 1 - i : i;
         const dsf_cmp_tok *tk = &sm.tok[i], *tv = &sm.tok[iv];
-        if (want == 1) { // token i is this call's: its score at slot i, its kv at the slot that takes it
+        if (want == 1) { // token i, if this call's: its score at slot i, its kv at the slot that takes it
+            if (!sm.cur[i]) continue;
             cp16(e + i * ch + c, tk->row + C + tk->off + a + c);
             cp16(kv + iv * ch + c, tk->row + tk->off + a + c);
             continue;
         }
-        if (want == 2 || i < sm.cur0) cp16(e + i * ch + c, tk->row + C + tk->off + a + c);
-        if (want == 2 || iv < sm.cur0) cp16(kv + i * ch + c, tv->row + tv->off + a + c);
+        if (want == 2 || !sm.cur[i]) cp16(e + i * ch + c, tk->row + C + tk->off + a + c);
+        if (want == 2 || !sm.cur[iv]) cp16(kv + i * ch + c, tv->row + tv->off + a + c);
     }
 }
 
@@ -369,7 +371,7 @@ __device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem 
         team_inv_rms(cmp_block(), v, n, L.eps, sm.sl, &sm.inv);
         int kd = key ? 1 : kind, blk = dsf_cmp_quant_blk(kd);
         uint16_t *out = key ? sm.iko : sm.kvo;
-        if (!(!key && kind == 1) && n % blk == 0 && n >= DSF_CMP_ROPE_DIM) { // no Hadamard: a step a QDQ block
+        if (!(!key && kind == 1)) { // no Hadamard: one pass, a step a QDQ block
             const float2 *cs = key ? sm.kcs : sm.cs;
             float *lat = key ? NULL : sm.lat;
             if (blk == 16) finish_blocks<16>(v, n, sm.inv, nw, lat, cs, kd, fault, out);
