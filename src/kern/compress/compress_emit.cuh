@@ -371,7 +371,7 @@ __device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem 
         team_inv_rms(cmp_block(), v, n, L.eps, sm.sl, &sm.inv);
         int kd = key ? 1 : kind, blk = dsf_cmp_quant_blk(kd);
         uint16_t *out = key ? sm.iko : sm.kvo;
-        if (!(!key && kind == 1)) { // no Hadamard: one pass, a step a QDQ block
+        if (key || kind != 1) { // no Hadamard: one pass, a step a QDQ block
             const float2 *cs = key ? sm.kcs : sm.cs;
             float *lat = key ? NULL : sm.lat;
             if (blk == 16) finish_blocks<16>(v, n, sm.inv, nw, lat, cs, kd, fault, out);
@@ -380,12 +380,9 @@ __device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem 
             __syncthreads();
             continue;
         }
-        for (int c = t; c < n; c += nt) {
-            v[c] = dsf_cmp_norm_elem(v[c], sm.inv, nw[c]);
-            if (!key) sm.lat[c] = v[c];
-        }
+        for (int c = t; c < n; c += nt) sm.lat[c] = v[c] = dsf_cmp_norm_elem(v[c], sm.inv, nw[c]); // entry, Hadamard
         __syncthreads();
-        finish_dev(cmp_block(), v, sm.qs, n, key ? sm.kcs : sm.cs, kd, blk, !key && kind == 1, fault);
+        finish_dev(cmp_block(), v, sm.qs, n, sm.cs, kd, blk, 1, fault);
         for (int c = t; c < n; c += nt) out[c] = dsf_bf16_from_f32(v[c]);
     }
     __syncthreads();
