@@ -1,9 +1,13 @@
 // The compressor on CUDA: chunkings across fused, sliced and tiled geometries, batches and rollback: identical bits.
 #include "test_compress_sim.h"
 
-static const dsf_geom geoms[] = {{"fused_t128", 128, 0, {1, 0}},         {"tiled64_t128_e5", 128, 0, {2, 0, 5}},
-                                 {"auto_t256", 256, 0, {0, 1}},          {"tiled128_t256", 256, 0, {2, 1}},
-                                 {"fused_t64", 64, 0, {1, 0}},           {"sliced_gemv_t128", 128, 0, {3, 0, 0, 64}},
+// Fused geometries with dynamic memory stage the GEMV's weights (auto: where slices are whole lines); the rest do not.
+static const dsf_geom geoms[] = {{"fused_t128_ws", 128, DSF_CMP_GEMV_STAGE(128), {1, 0}},
+                                 {"tiled64_t128_e5", 128, 0, {2, 0, 5}},
+                                 {"auto_t256_ws", 256, DSF_CMP_GEMV_STAGE(256), {0, 1}},
+                                 {"tiled128_t256", 256, 0, {2, 1}},
+                                 {"fused_t64", 64, 0, {1, 0}},
+                                 {"sliced_gemv_t128", 128, 0, {3, 0, 0, 64}},
                                  {"sliced64_t256", 256, 0, {3, 1}}};
 
 static const sim_variant small[] = {

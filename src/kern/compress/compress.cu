@@ -1,5 +1,6 @@
 // The compressor on CUDA: fused decode (GEMV or sliced projection, then emitters), tiled prefill (SGEMM, emit, ring).
 #include "kern/compress/compress_emit_warp.cuh"
+#include "kern/compress/compress_gemv.cuh"
 #include "kern/compress/compress_sgemv.cuh"
 #include "kern/cuda_check.h"
 
@@ -22,46 +23,6 @@ __device__ static unsigned load_acquire(const unsigned *p) {
     return v;
 }
 
-// GEMV of output o (warp), rows t0..t0+nr-1, lane = one K slice: weights double-buffered, x staged by the whole block.
-__device__ static void gemv_rows(const dsf_cmp_batch &b, const uint16_t *w, int D, int S, int64_t t0, int nr,
-                                 float *acc, emit_smem &sm) {
-    int lane = threadIdx.x & 31, s8 = S / 8, kwp = XS_CAP / (nr * DSF_CMP_SLICES);
-    kwp -= !(kwp & 1);
-    int kw = (s8 < kwp ? s8 : kwp) / KS * KS;
-    kw = kw < KS ? KS : kw;
-    uint4 wv[KS], wn[KS];
-    load_vecs<KS>(w, 0, S, wv);
-    for (int u0 = 0; u0 < s8; u0 += KS) {
-        load_vecs<KS>(w, 8 * (u0 + KS), S, wn);
-        if (u0 % kw == 0) {
-            __syncthreads();
-            for (int i = threadIdx.x; i < nr * DSF_CMP_SLICES * kw; i += blockDim.x) {
-                int u = i % kw, sl = i / kw % DSF_CMP_SLICES, t = i / (kw * DSF_CMP_SLICES);
-                if (u0 + u < s8)
-                    sm.u.g.xs[(t * DSF_CMP_SLICES + sl) * kwp + u] = *(const uint4 *)(b.x + (t0 + t) * D + sl * S + 8 * (u0 + u));
-            }
-            __syncthreads();
-        }
-        const uint4 *xs = sm.u.g.xs + lane * kwp + u0 % kw; // an odd stride of 16-byte vectors: no bank conflicts
-#pragma unroll
-        for (int u = 0; u < KS; u++) {
-            if (!w || u0 + u >= s8) break;
-            float wf[8];
-            bf16x8(wv[u], wf);
-#pragma unroll
-            for (int t = 0; t < TCH; t++) {
-                if (t >= nr) break;
-                float xf[8];
-                bf16x8(xs[t * DSF_CMP_SLICES * kwp + u], xf);
-#pragma unroll
-                for (int i = 0; i < 8; i++) acc[t] = DSF_CMP_MADD(xf[i], wf[i], acc[t]);
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < KS; u++) wv[u] = wn[u];
-    }
-}
-
 // Emitter side of the grid-wide wait: thread 0 waits for the G projecting blocks; the last of the ne emitters resets.
 __device__ static void wait_projections(unsigned *ctr, unsigned G, unsigned ne) {
     if (threadIdx.x == 0) {
@@ -73,12 +34,13 @@ __device__ static void wait_projections(unsigned *ctr, unsigned G, unsigned ne) 
     __syncthreads();
 }
 
-// Fused decode: G blocks project (FOLD: fold part's slice chains) and arrive; rows*pc blocks prepare, wait, emit.
-template <bool FOLD>
+// Fused decode: G blocks project (FOLD: fold part's slice chains; STAGE: gemv_staged) and arrive; rows*pc blocks emit.
+template <bool FOLD, bool STAGE>
 __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, float *pooled,
                                                     unsigned *ctr, int fault, int wide, int skip, int pc,
                                                     const float *part) {
     __shared__ emit_smem sm;
+    extern __shared__ uint4 wst[]; // dynamic: the staged GEMV's weights, [warp][slice][odd stride] 16-byte vectors
     int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, S = D / DSF_CMP_SLICES;
     int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, o = blockIdx.x * nw + warp;
     int64_t ro = b.rows * O;
@@ -101,7 +63,9 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
             float acc[TCH];
 #pragma unroll
             for (int t = 0; t < TCH; t++) acc[t] = 0.0f;
-            gemv_rows(b, w, D, S, t0, nr, acc, sm);
+            uint4 *wsw = wst + warp * (gemv_stage_bytes(nw, S) / nw / 16); // this warp's staged weights
+            if (STAGE) gemv_staged(b, w ? w - lane * S : NULL, D, S, t0, nr, acc, wsw, sm);
+            else gemv_rows(b, w, D, S, t0, nr, acc, sm);
 #pragma unroll
             for (int t = 0; t < TCH; t++) sm.u.part[warp][t][lane] = acc[t];
             __syncwarp();
@@ -334,6 +298,9 @@ static const void *gemm_fn(int tile, int kt16, int sliced) {
     return sliced ? (const void *)cmp_gemm<32, 64, 8, 1> : (const void *)cmp_gemm<32, 64, 8, 0>;
 }
 
+// A geometry's dynamic shared memory: the fused GEMV's weight staging, or the tiled geometries' SGEMM (its main one).
+static int gemm_smem(const dsf_geom *g) { return g->p[0] == 2 ? g->dyn_smem : 0; }
+
 // The GEMM tile's rows, which are also its threads (a thread's 8x8 outputs over 64 columns): tile 1 64, tile 0 32.
 static int gemm_rows(int tile) { return tile ? 64 : 32; }
 
@@ -344,8 +311,8 @@ static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     DSF_CUDA_TRY(e, cudaGetDevice(&dev));
     for (int i = 0; i < n; i++)
         if (key[i][0] == dev && key[i][1] == threads && key[i][2] == smem) return *slots = val[i], 0;
-    const void *fns[] = {(const void *)cmp_fused<0>, (const void *)cmp_fused<1>}; // the fewer of the two
-    for (int f = 0; f < 2; f++) {
+    const void *fns[] = {(const void *)cmp_fused<0, 0>, (const void *)cmp_fused<1, 0>, (const void *)cmp_fused<0, 1>};
+    for (int f = 0; f < 3; f++) { // the fewest of the three
         int per = 0;
         if (dsf_cuda_smem_limit(fns[f], smem, "cmp_fused", e)) return -1;
         DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fns[f], threads, (size_t)smem));
@@ -398,13 +365,18 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
             int rb = gv ? SR : bm; // rows a block
             dim3 gg((unsigned)((O + 63) / 64), (unsigned)((b->rows + rb - 1) / rb), DSF_CMP_SLICES);
             if (gv ? launch((const void *)cmp_sgemv, gg, 64, 0, stream, vargs, "cmp_sgemv", e)
-                   : launch(gemm_fn(tile, kt16, 1), gg, bm, g->dyn_smem, stream, gargs, "cmp_gemm", e))
+                   : launch(gemm_fn(tile, kt16, 1), gg, bm, 0, stream, gargs, "cmp_gemm", e))
                 return -1;
             grid = (int)((b->rows * O + nt - 1) / nt);
         }
+        // The geometry's dynamic memory stages the GEMV's weights: forced fused always, else for slices of whole lines.
+        int sb = gemv_stage_bytes(nt / 32, L->dim / DSF_CMP_SLICES);
+        int stage = !part && sb && g->dyn_smem >= sb && (g->p[0] == 1 || L->dim / DSF_CMP_SLICES % 64 == 0);
+        const void *fn = part    ? (const void *)cmp_fused<1, 0>
+                         : stage ? (const void *)cmp_fused<0, 1>
+                                 : (const void *)cmp_fused<0, 0>;
         void *args[] = {&l, &bb, &ws, &pooled, &counter, &fault, &wide, &skip, &pc, &part};
-        return launch(part ? (const void *)cmp_fused<1> : (const void *)cmp_fused<0>, dim3((unsigned)(grid + ne)), nt,
-                      g->dyn_smem, stream, args, "cmp_fused", e);
+        return launch(fn, dim3((unsigned)(grid + ne)), nt, stage ? sb : 0, stream, args, "cmp_fused", e);
     }
     if (L->cap > 65535) return dsf_fail(e, "compressor: a ring of %d rows exceeds the grid's y dimension", L->cap);
     // Entries of more staged chunks than one (128 tokens: 32 channels a chunk) are pooled by a block a chunk first.
@@ -418,7 +390,7 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     int bm = gemm_rows(g->p[1]);
     void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part};
     dim3 gg((unsigned)((O + 63) / 64), (unsigned)((b->rows + bm - 1) / bm));
-    if (launch(gemm_fn(g->p[1], kt16, 0), gg, bm, g->dyn_smem, stream, gargs, "cmp_gemm", e))
+    if (launch(gemm_fn(g->p[1], kt16, 0), gg, bm, gemm_smem(g), stream, gargs, "cmp_gemm", e))
         return -1;
     void *pargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &cg};
     if (split && launch((const void *)cmp_pool, dim3((unsigned)b->n_seg, ey, (unsigned)groups), g->threads, 0, stream,
@@ -449,7 +421,8 @@ extern "C" int dsf_cmp_ring_reset_cuda(void *stream, const dsf_cmp_layer *L, flo
 // The function a geometry launches first for calls the fused path can serve (the tiled SGEMM for tiled geometries).
 static const void *main_fn(const dsf_geom *g) {
     if (g->p[0] == 2) return gemm_fn(g->p[1], 1, 0);
-    return g->p[0] == 3 ? (const void *)cmp_fused<1> : (const void *)cmp_fused<0>;
+    if (g->p[0] == 3) return (const void *)cmp_fused<1, 0>;
+    return g->dyn_smem ? (const void *)cmp_fused<0, 1> : (const void *)cmp_fused<0, 0>;
 }
 
 extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e) {
@@ -468,13 +441,14 @@ extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch 
         const char *name;
         const void *fn;
         int threads, smem;
-    } all[] = {{"cmp_gemm", gemm_fn(g->p[1], 1, 0), bm, g->dyn_smem},
-               {"cmp_gemm_kt8", gemm_fn(g->p[1], 0, 0), bm, g->dyn_smem},
-               {"cmp_gemm_sliced", sl ? gemm_fn(g->p[1], 1, 1) : NULL, bm, g->dyn_smem},
-               {"cmp_gemm_sliced_kt8", sl ? gemm_fn(g->p[1], 0, 1) : NULL, bm, g->dyn_smem},
-               {"cmp_gemm_sliced_32rows", g->p[0] == 0 ? gemm_fn(0, 0, 1) : NULL, 32, g->dyn_smem},
+    } all[] = {{"cmp_gemm", gemm_fn(g->p[1], 1, 0), bm, gemm_smem(g)},
+               {"cmp_gemm_kt8", gemm_fn(g->p[1], 0, 0), bm, gemm_smem(g)},
+               {"cmp_gemm_sliced", sl ? gemm_fn(g->p[1], 1, 1) : NULL, bm, 0},
+               {"cmp_gemm_sliced_kt8", sl ? gemm_fn(g->p[1], 0, 1) : NULL, bm, 0},
+               {"cmp_gemm_sliced_32rows", g->p[0] == 0 ? gemm_fn(0, 0, 1) : NULL, 32, 0},
                {"cmp_sgemv", g->p[0] == 0 || (g->p[0] == 3 && g->p[3]) ? (const void *)cmp_sgemv : NULL, 64, 0},
-               {"cmp_fused_fold", sl ? (const void *)cmp_fused<1> : NULL, g->threads, g->dyn_smem},
+               {"cmp_fused_fold", sl ? (const void *)cmp_fused<1, 0> : NULL, g->threads, 0},
+               {"cmp_fused_gemv", g->p[0] < 2 ? (const void *)cmp_fused<0, 0> : NULL, g->threads, 0},
                {"cmp_pool", (const void *)cmp_pool, g->threads, 0},
                {"cmp_emit_w", (const void *)cmp_emit_w, 32 * ew, 0},
                {"cmp_ring_rows", (const void *)cmp_ring_rows, 256, 0},

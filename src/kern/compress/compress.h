@@ -99,6 +99,10 @@ extern const dsf_geom dsf_cmp_geom_cuda;
 #define DSF_CMP_SLICED_MIN_ROWS 6
 // The automatic geometry's sliced projection is the GEMV up to this many rows, the SGEMM above.
 #define DSF_CMP_SGEMV_ROWS 12
+// The fused GEMV stages a slice's first half of up to this many 16-byte weight vectors in dynamic shared memory.
+#define DSF_CMP_GEMV_WP 10
+// Dynamic shared memory a fused geometry of this many threads declares to stage the GEMV's weights (odd stride).
+#define DSF_CMP_GEMV_STAGE(threads) ((threads) / 32 * 32 * (DSF_CMP_GEMV_WP | 1) * 16)
 
 #ifdef __cplusplus
 }
