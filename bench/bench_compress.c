@@ -100,6 +100,7 @@ int main(int argc, char **argv) {
     int rows_of[] = {1, 8, 64, 4096, 1, 8, 64}, n_rows = 7;
     geom = dsf_cmp_geom_cuda;
     if (argc > 2) geom.p[0] = atoi(argv[2]);
+    if (geom.p[0] >= 2) geom.dyn_smem = 0; // the default memory stages the fused GEMV; a tiled SGEMM would take it
     if (argc > 3) geom.p[1] = atoi(argv[3]);
     if (argc > 4) rows_of[0] = atoi(argv[4]), n_rows = 1;
     if (argc > 5) geom.p[3] = atoi(argv[5]);

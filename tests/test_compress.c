@@ -106,6 +106,11 @@ static void test_cuda_launches(void) {
     n = dsf_cmp_cuda_launches(&sgemm, 0, m, 16, &e);
     TEST_ASSERT_MSG(n == 8 && !strcmp(m[2].fn, "cmp_gemm_sliced") && !strcmp(m[4].fn, "cmp_pool"), "%d", n);
     for (int i = 0; i < n; i++) TEST_ASSERT(strcmp(m[i].fn, "cmp_sgemv") && strcmp(m[i].fn, "cmp_fused_fold"));
+    // Automatic with the GEMV's staging: the staged instance is the main one, the unstaged one listed without memory.
+    const dsf_geom ws = {"auto_t256_ws", 256, DSF_CMP_GEMV_STAGE(256), {0, 1, 0, 0}};
+    n = dsf_cmp_cuda_launches(&ws, 0, m, 16, &e);
+    TEST_ASSERT_MSG(n == 12 && !strcmp(m[7].fn, "cmp_fused_gemv") && m[7].threads == 256, "%d", n);
+    TEST_ASSERT(m[7].dyn_smem == 0 && m[0].dyn_smem == 0 && m[6].dyn_smem == 0);
 }
 #endif
 

@@ -304,7 +304,7 @@ static int gemm_smem(const dsf_geom *g) { return g->p[0] == 2 ? g->dyn_smem : 0;
 // The GEMM tile's rows, which are also its threads (a thread's 8x8 outputs over 64 columns): tile 1 64, tile 0 32.
 static int gemm_rows(int tile) { return tile ? 64 : 32; }
 
-// Blocks of cmp_fused the device holds at once (cached per device, threads and dynamic shared memory).
+// Blocks of cmp_fused the device holds at once (cached per device, threads and the staged instance's shared memory).
 static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     static int key[16][3], val[16], n;
     int dev = 0, per_sm = 0, sms = 0;
@@ -312,10 +312,10 @@ static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     for (int i = 0; i < n; i++)
         if (key[i][0] == dev && key[i][1] == threads && key[i][2] == smem) return *slots = val[i], 0;
     const void *fns[] = {(const void *)cmp_fused<0, 0>, (const void *)cmp_fused<1, 0>, (const void *)cmp_fused<0, 1>};
-    for (int f = 0; f < 3; f++) { // the fewest of the three
-        int per = 0;
-        if (dsf_cuda_smem_limit(fns[f], smem, "cmp_fused", e)) return -1;
-        DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fns[f], threads, (size_t)smem));
+    for (int f = 0; f < 3; f++) { // the fewest of the three, each at the memory it is launched with
+        int per = 0, fs = f == 2 ? smem : 0;
+        if (dsf_cuda_smem_limit(fns[f], fs, "cmp_fused", e)) return -1;
+        DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fns[f], threads, (size_t)fs));
         per_sm = f == 0 || per < per_sm ? per : per_sm;
     }
     DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -350,7 +350,10 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     int O = dsf_cmp_proj_outputs(L), span = (L->overlap ? 2 : 1) * L->ratio;
     int fused = g->p[0] != 2 && b->rows <= DSF_CMP_FUSED_MAX_ROWS && (L->ratio == 1 || b->max_len <= L->cap - span);
     int slots = 0, pc = span >= 64 ? 16 : 1;
-    if (fused && fused_slots(g->threads, g->dyn_smem, &slots, e)) return -1;
+    // The geometry's dynamic memory stages the GEMV's weights: forced fused always, else for slices of whole lines.
+    int S = L->dim / DSF_CMP_SLICES, sb = gemv_stage_bytes(g->threads / 32, S);
+    int stage = sb && g->dyn_smem >= sb && (g->p[0] == 1 || S % 64 == 0);
+    if (fused && fused_slots(g->threads, stage ? sb : 0, &slots, e)) return -1;
     while (pc > 1 && (L->d % (32 * pc) || b->rows * pc > slots / 2)) pc /= 2;
     float *pooled = ws + (size_t)b->rows * (size_t)O, *part = NULL;
     int kt16 = L->dim / DSF_CMP_SLICES % 16 == 0; // a slice holds whole K tiles of 16
@@ -369,9 +372,7 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
                 return -1;
             grid = (int)((b->rows * O + nt - 1) / nt);
         }
-        // The geometry's dynamic memory stages the GEMV's weights: forced fused always, else for slices of whole lines.
-        int sb = gemv_stage_bytes(nt / 32, L->dim / DSF_CMP_SLICES);
-        int stage = !part && sb && g->dyn_smem >= sb && (g->p[0] == 1 || L->dim / DSF_CMP_SLICES % 64 == 0);
+        stage = stage && !part;
         const void *fn = part    ? (const void *)cmp_fused<1, 0>
                          : stage ? (const void *)cmp_fused<0, 1>
                                  : (const void *)cmp_fused<0, 0>;
