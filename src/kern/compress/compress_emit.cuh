@@ -180,14 +180,19 @@ __device__ static void emit_tokens(const dsf_cmp_layer &L, const dsf_cmp_batch &
     __syncthreads();
 }
 
-// 16 bytes from global (L2, as __ldcg: other blocks wrote ws) to shared memory, asynchronously; cp_wait waits.
+// 16 bytes from global (L2, as __ldcg) to shared memory asynchronously (cp_wait waits); src 16-byte aligned.
+__device__ __forceinline__ static void cp16a(void *dst, const void *src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src)
+                 : "memory");
+}
+
+// cp16a, or plain loads for a source off 16-byte alignment (other blocks wrote ws, hence through L2).
 __device__ __forceinline__ static void cp16(float *dst, const float *src) {
     if ((uintptr_t)src & 15) { // a caller's ring need not be 16-byte aligned: plain loads, seen after the same barrier
         for (int k = 0; k < 4; k++) dst[k] = __ldcg(src + k);
         return;
     }
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src)
-                 : "memory");
+    cp16a(dst, src);
 }
 __device__ __forceinline__ static void cp_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 

@@ -54,12 +54,6 @@ __device__ static void gemv_rows(const dsf_cmp_batch &b, const uint16_t *w, int 
 // i / n for 0 <= i < 2^21 and n >= 1 from a reciprocal: (i + 0.5) / n stays 0.5 / n away from every integer.
 __device__ __forceinline__ static int small_div(int i, float rn) { return __float2int_rz(((float)i + 0.5f) * rn); }
 
-// 16 bytes from global to shared memory asynchronously (cp_wait waits), for sources known 16-byte aligned.
-__device__ __forceinline__ static void cp16a(void *dst, const void *src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src)
-                 : "memory");
-}
-
 // Vectors ua..ub-1 of a lane's chains (weights wl[u], row t's x xs[t * 32 * kwp + u]), two vectors' loads at a time.
 __device__ __forceinline__ static void gemv_span(const uint4 *xs, const uint4 *wl, int ua, int ub, int kwp, int nr,
                                                  float *acc) {
