@@ -7,6 +7,7 @@ static const dsf_geom geoms[] = {{"fused_t128_ws", 128, DSF_CMP_GEMV_STAGE(128),
                                  {"auto_t256_ws", 256, DSF_CMP_GEMV_STAGE(256), {0, 1}},
                                  {"tiled128_t256", 256, 0, {2, 1}},
                                  {"fused_t64", 64, 0, {1, 0}},
+                                 {"fused_t256_k5", 256, 0, {1, 1, 0, 0, 5}},
                                  {"sliced_gemv_t128", 128, 0, {3, 0, 0, 64}},
                                  {"sliced64_t256", 256, 0, {3, 1}}};
 

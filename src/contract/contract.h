@@ -63,7 +63,7 @@ typedef struct dsf_geom {
     const char *name;
     int threads;
     int dyn_smem;
-    int p[4];
+    int p[5]; // the implementation's own parameters (unnamed ones 0)
 } dsf_geom;
 
 // What an implementation receives: operand buffers in record order (host memory on CPU, device memory on CUDA).

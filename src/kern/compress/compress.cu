@@ -4,8 +4,9 @@
 #include "kern/compress/compress_sgemv.cuh"
 #include "kern/cuda_check.h"
 
-// Counters (arrivals, departures, a ticket a row); ws [rows, O]; pooled [max(rows, 64), d]; sliced: part [32][rows][O].
-enum { CTR_BYTES = 512 };
+// Counters (arrivals, departures, pooling and key tickets a row); ws, pooled, sliced part, fused keys (scratch_bytes).
+enum { CTR_BYTES = 1024, KEY_CTR = 2 + DSF_CMP_FUSED_MAX_ROWS };
+static_assert((KEY_CTR + DSF_CMP_FUSED_MAX_ROWS) * 4 <= CTR_BYTES, "every ticket a row fits the counters");
 
 // Finishes one projected value (APE for scores) and stores it in ws and, on the fused path, in the ring.
 __device__ static void store_proj(const dsf_cmp_layer &L, const dsf_cmp_batch &b, float *ws, int O, int64_t row, int o,
@@ -23,22 +24,30 @@ __device__ static unsigned load_acquire(const unsigned *p) {
     return v;
 }
 
-// Emitter side of the grid-wide wait: thread 0 waits for the G projecting blocks; the last of the ne emitters resets.
-__device__ static void wait_projections(unsigned *ctr, unsigned G, unsigned ne) {
+// Thread 0 waits for the G projecting blocks' arrivals.
+__device__ static void wait_arrivals(unsigned *ctr, unsigned G) {
+    while (load_acquire(ctr) < G) __nanosleep(32);
+}
+
+// Emitter side of the grid-wide wait: waits where need (else departs at once); the last of ne to depart waits, resets.
+__device__ static void wait_projections(unsigned *ctr, unsigned G, unsigned ne, int need) {
     if (threadIdx.x == 0) {
-        while (load_acquire(ctr) < G) __nanosleep(32);
+        if (need || ne == 1) wait_arrivals(ctr, G);
         if (ne == 1) ctr[0] = 0; // the only emitter: no departures to count
-        else if (atomicAdd(ctr + 1, 1u) == ne - 1) ctr[0] = 0, ctr[1] = 0;
+        else if (atomicAdd(ctr + 1, 1u) == ne - 1) {
+            if (!need) wait_arrivals(ctr, G);
+            ctr[0] = 0, ctr[1] = 0;
+        }
         __threadfence();
     }
     __syncthreads();
 }
 
-// Fused decode: G blocks project (FOLD: fold part's slice chains; STAGE: gemv_staged) and arrive; rows*pc blocks emit.
+// Fused decode: G blocks project (FOLD: fold part; STAGE: gemv_staged) and arrive; rows*pc emit; rows*kb share keys.
 template <bool FOLD, bool STAGE>
 __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, float *pooled,
                                                     unsigned *ctr, int fault, int wide, int skip, int pc,
-                                                    const float *part) {
+                                                    const float *part, int kb, float *keys) {
     __shared__ emit_smem sm;
     extern __shared__ uint4 wst[]; // dynamic: the staged GEMV's weights, [warp][slice][odd stride] 16-byte vectors
     int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, S = D / DSF_CMP_SLICES;
@@ -81,9 +90,10 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
         if (threadIdx.x == 0) atomicAdd(ctr, 1u);
         return;
     }
-    int me = (int)blockIdx.x - G;
-    int64_t row = me / pc;
-    int s = seg_of(b, row), cw = L.d / pc, c0 = (me % pc) * cw;
+    int me = (int)blockIdx.x - G, kq = me >= ne ? (me - ne) % kb : -1; // kq >= 0: key block kq of its row
+    int64_t row = kq >= 0 ? (me - ne) / kb : me / pc;
+    int s = seg_of(b, row), cw = L.d / pc, c0 = (me % pc) * cw, per = kb ? (L.ik + kb - 1) / kb : 0;
+    int oa = kq >= 0 ? kq * per : 0, ob = kq >= 0 ? min(oa + per, L.ik) : L.ik; // the key outputs it may compute
     int64_t j = emitted_at(L, b, s, b.pos[s] + (row - b.row0[s]), fault);
     int staged = 0, lanes = 0;
     if (j >= 0) {
@@ -94,10 +104,10 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
             pool_stage(C, c0, pool_chunk(sm.n) < cw ? pool_chunk(sm.n) : cw, wide, 0, sm);
             staged = 1;
         }
-        for (int i = threadIdx.x * 64; L.ik && pc == 1 && i < L.ik * L.d; i += blockDim.x * 64)
+        for (int i = oa * L.d + threadIdx.x * 64; pc == 1 && (kq >= 0 || !kb) && i < ob * L.d; i += blockDim.x * 64)
             asm volatile("prefetch.global.L1 [%0];" : : "l"(L.w.wk + i));
     }
-    wait_projections(ctr, (unsigned)G, (unsigned)ne);
+    wait_projections(ctr, (unsigned)G, (unsigned)(ne + b.rows * kb), j >= 0);
     if (j < 0) return;
     float *dst = pooled + row * L.d; // pc 1: c0 = 0 and cw = d, the whole entry pooled straight into sm.v
     if (lanes) {
@@ -114,19 +124,14 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
         pool_range(L, c0, c0 + cw, wide, pc == 1 ? sm.v : dst + c0, staged, sm);
     }
     if (pc > 1) {
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            sm.ticket = atomicAdd(ctr + 2 + row, 1u) == (unsigned)pc - 1;
-            if (sm.ticket) ctr[2 + row] = 0;
-        }
-        __syncthreads();
-        if (!sm.ticket) return;
-        __threadfence();
+        if (!last_of(ctr + 2 + row, pc, sm)) return;
         for (int c = threadIdx.x; c < L.d; c += blockDim.x) sm.v[c] = __ldcg(dst + c);
         __syncthreads();
     }
-    emit_finish(L, fault, sm);
+    if (kq < 0) emit_entry(L, fault, sm);
+    else emit_latent(L, sm);
+    if (!L.ik || (kq < 0 && kb)) return; // no key, or key blocks compute it
+    row_key(L.w.wk, L.d, L.ik, L.eps, fault, oa, ob, kq >= 0 ? kb : 0, ctr + KEY_CTR + row, keys + row * L.ik, sm);
 }
 
 // Calls f(i, j, row, o) for a GEMM thread's 8x8 outputs: two 4-wide halves of its rows and of its columns.
@@ -274,20 +279,22 @@ __global__ void cmp_ring_reset(float *ring, int cap, int C) {
 // Rows of pooled channels the scratch holds: the fused path's emitters of up to DSF_CMP_FUSED_MAX_ROWS rows, or all.
 static size_t pooled_rows(int64_t rows) { return rows > DSF_CMP_FUSED_MAX_ROWS ? (size_t)rows : DSF_CMP_FUSED_MAX_ROWS; }
 
-// Counters, ws, pooled channels, and the sliced path's unfolded slice chains for up to DSF_CMP_FUSED_MAX_ROWS rows.
+// Counters; ws [rows, O]; pooled [max(rows, 64), d]; up to 64 rows: slice chains [32][rows][O] and keys [rows, ik].
 extern "C" size_t dsf_cmp_scratch_bytes(const dsf_cmp_layer *L, int64_t rows) {
     size_t r = (size_t)(rows > 0 ? rows : 1), pr = pooled_rows((int64_t)r);
     size_t sr = r < DSF_CMP_FUSED_MAX_ROWS ? r : DSF_CMP_FUSED_MAX_ROWS, O = (size_t)dsf_cmp_proj_outputs(L);
-    return CTR_BYTES + sizeof(float) * (r * O + pr * (size_t)L->d + DSF_CMP_SLICES * sr * O);
+    return CTR_BYTES + sizeof(float) * (r * O + pr * (size_t)L->d + sr * (DSF_CMP_SLICES * O + (size_t)L->ik));
 }
 
 static int geom_check(const dsf_geom *g, dsf_err *e) {
     if (g->threads < 64 || g->threads > 256 || g->threads % 32 || g->dyn_smem < 0 || g->p[0] < 0 || g->p[0] > 3 ||
-        g->p[1] < 0 || g->p[1] > 1 || g->p[2] < 0 || g->p[2] > EW || g->p[3] < 0 || g->p[3] > DSF_CMP_FUSED_MAX_ROWS)
+        g->p[1] < 0 || g->p[1] > 1 || g->p[2] < 0 || g->p[2] > EW || g->p[3] < 0 || g->p[3] > DSF_CMP_FUSED_MAX_ROWS ||
+        g->p[4] < 0 || g->p[4] > DSF_CMP_KEY_BLOCKS_MAX)
         return dsf_fail(e,
                         "compressor cuda geometry %s: threads %d (64..256, multiple of 32), path %d, tile %d, entries "
-                        "a block %d (0..%d), sliced GEMV rows %d (0..%d)",
-                        g->name, g->threads, g->p[0], g->p[1], g->p[2], (int)EW, g->p[3], DSF_CMP_FUSED_MAX_ROWS);
+                        "a block %d (0..%d), sliced GEMV rows %d (0..%d), key blocks %d (0..%d)",
+                        g->name, g->threads, g->p[0], g->p[1], g->p[2], (int)EW, g->p[3], DSF_CMP_FUSED_MAX_ROWS,
+                        g->p[4], DSF_CMP_KEY_BLOCKS_MAX);
     return 0;
 }
 
@@ -359,6 +366,12 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     int kt16 = L->dim / DSF_CMP_SLICES % 16 == 0; // a slice holds whole K tiles of 16
     if (fused && b->rows <= slots / 2) {
         int opb = g->threads / 32, grid = (O + opb - 1) / opb, ne = (int)b->rows * pc, nt = g->threads;
+        // Key blocks a row (p[4], 0 automatic, 1 the emitter alone): as many as leave half the slots to projections.
+        int kb = L->ik && pc == 1 ? (g->p[4] ? g->p[4] : DSF_CMP_KEY_BLOCKS) : 0;
+        kb = kb < L->ik ? kb : L->ik;
+        while (kb > 1 && b->rows * (1 + kb) > slots / 2) kb--;
+        kb = kb > 1 ? kb : 0;
+        float *keys = pooled + pooled_rows(b->rows) * (size_t)L->d + DSF_CMP_SLICES * (size_t)(b->rows * O);
         // Sliced (p[0] 3, or auto from DSF_CMP_SLICED_MIN_ROWS rows): the SGEMM a slice a block, then fold and emit.
         if (g->p[0] == 3 || (g->p[0] == 0 && b->rows >= DSF_CMP_SLICED_MIN_ROWS)) {
             part = pooled + pooled_rows(b->rows) * (size_t)L->d;
@@ -376,8 +389,9 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         const void *fn = part    ? (const void *)cmp_fused<1, 0>
                          : stage ? (const void *)cmp_fused<0, 1>
                                  : (const void *)cmp_fused<0, 0>;
-        void *args[] = {&l, &bb, &ws, &pooled, &counter, &fault, &wide, &skip, &pc, &part};
-        return launch(fn, dim3((unsigned)(grid + ne)), nt, stage ? sb : 0, stream, args, "cmp_fused", e);
+        void *args[] = {&l, &bb, &ws, &pooled, &counter, &fault, &wide, &skip, &pc, &part, &kb, &keys};
+        return launch(fn, dim3((unsigned)(grid + ne + (int)b->rows * kb)), nt, stage ? sb : 0, stream, args, "cmp_fused",
+                      e);
     }
     if (L->cap > 65535) return dsf_fail(e, "compressor: a ring of %d rows exceeds the grid's y dimension", L->cap);
     // Entries of more staged chunks than one (128 tokens: 32 channels a chunk) are pooled by a block a chunk first.

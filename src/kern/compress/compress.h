@@ -101,6 +101,9 @@ extern const dsf_geom dsf_cmp_geom_cuda;
 #define DSF_CMP_SGEMV_ROWS 12
 // The fused GEMV stages a slice's first half of up to this many 16-byte weight vectors in dynamic shared memory.
 #define DSF_CMP_GEMV_WP 10
+// Fused decode: blocks that share an index key's outputs (V4.1 owners), by default and at most (geometry p[4]).
+#define DSF_CMP_KEY_BLOCKS 8
+#define DSF_CMP_KEY_BLOCKS_MAX 16
 // Dynamic shared memory a fused geometry of this many threads declares to stage the GEMV's weights (odd stride).
 #define DSF_CMP_GEMV_STAGE(threads) ((threads) / 32 * 32 * (DSF_CMP_GEMV_WP | 1) * 16)
 

@@ -275,11 +275,11 @@ template <int N> __device__ __forceinline__ static void load_vecs(const uint16_t
         v[u] = w && k0 + 8 * u < S ? __ldg((const uint4 *)(w + k0 + 8 * u)) : make_uint4(0, 0, 0, 0);
 }
 
-// Lane u < TCH folds output o0 + u's 32 slice partials in order into sm.k (bf16); the warp syncs around it.
-__device__ static void key_fold(const dsf_cmp_layer &L, int o0, emit_smem &sm) {
+// Lane u < TCH folds output o0 + u (below ob)'s 32 slice partials in order into sm.k (bf16); the warp syncs around it.
+__device__ static void key_fold(int o0, int ob, emit_smem &sm) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     __syncwarp();
-    if (lane < TCH && o0 + lane < L.ik) {
+    if (lane < TCH && o0 + lane < ob) {
         float tot = sm.u.part[warp][lane][0];
 #pragma unroll
         for (int i = 1; i < DSF_CMP_SLICES; i++) tot = DSF_CMP_ADD(tot, sm.u.part[warp][lane][i]);
@@ -288,11 +288,11 @@ __device__ static void key_fold(const dsf_cmp_layer &L, int o0, emit_smem &sm) {
     __syncwarp();
 }
 
-// Index key from sm.lat into sm.k: a warp takes TCH outputs at a time, lane = slice, lane u folds output u in order.
-__device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
+// Index key outputs oa..ob-1 from sm.lat into sm.k: a warp takes TCH at a time, lane = slice, lane u folds output u.
+__device__ static void index_key(const uint16_t *wk, int d, emit_smem &sm, int oa, int ob) {
     enum { MS = DSF_CMP_MAX_D / DSF_CMP_SLICES, KO = 4 };
-    int d = L.d, S = d / DSF_CMP_SLICES, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    int vec = S % 8 == 0 && ((uintptr_t)L.w.wk & 15) == 0;
+    int S = d / DSF_CMP_SLICES, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int vec = S % 8 == 0 && ((uintptr_t)wk & 15) == 0;
     float x[MS];
     if (S % 4 == 0) {
 #pragma unroll
@@ -305,7 +305,7 @@ __device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
         for (int k = 0; k < MS; k++) x[k] = k < S ? sm.lat[lane * S + k] : 0.0f;
     }
     if (vec) {
-        for (int o0 = warp * TCH; o0 < L.ik; o0 += nw * TCH) {
+        for (int o0 = oa + warp * TCH; o0 < ob; o0 += nw * TCH) {
 #pragma unroll
             for (int h = 0; h < TCH; h += KO) {
                 uint4 wv[KO][MS / 8]; // the loads of KO outputs are all in flight before their FMAs
@@ -313,8 +313,8 @@ __device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
                 for (int u = 0; u < KO; u++)
 #pragma unroll
                     for (int k = 0; k < MS; k += 8)
-                        wv[u][k / 8] = o0 + h + u < L.ik && k < S
-                                           ? __ldg((const uint4 *)(L.w.wk + (size_t)(o0 + h + u) * d + lane * S + k))
+                        wv[u][k / 8] = o0 + h + u < ob && k < S
+                                           ? __ldg((const uint4 *)(wk + (size_t)(o0 + h + u) * d + lane * S + k))
                                            : make_uint4(0, 0, 0, 0);
 #pragma unroll
                 for (int u = 0; u < KO; u++) {
@@ -328,17 +328,17 @@ __device__ static void index_key(const dsf_cmp_layer &L, emit_smem &sm) {
                     sm.u.part[warp][h + u][lane] = p;
                 }
             }
-            key_fold(L, o0, sm);
+            key_fold(o0, ob, sm);
         }
     } else {
-        for (int o0 = warp * TCH; o0 < L.ik; o0 += nw * TCH) {
-            for (int u = 0; u < TCH && o0 + u < L.ik; u++) { // unaligned or short slices: the same FMAs, x from sm.lat
-                const uint16_t *w = L.w.wk + (size_t)(o0 + u) * d + lane * S;
+        for (int o0 = oa + warp * TCH; o0 < ob; o0 += nw * TCH) {
+            for (int u = 0; u < TCH && o0 + u < ob; u++) { // unaligned or short slices: the same FMAs, x from sm.lat
+                const uint16_t *w = wk + (size_t)(o0 + u) * d + lane * S;
                 float p = 0.0f;
                 for (int k = 0; k < S; k++) p = DSF_CMP_MADD(sm.lat[lane * S + k], dsf_bf16_to_f32(w[k]), p);
                 sm.u.part[warp][u][lane] = p;
             }
-            key_fold(L, o0, sm);
+            key_fold(o0, ob, sm);
         }
     }
     __syncthreads();
@@ -362,34 +362,57 @@ __device__ static void emit_prep(const dsf_cmp_layer &L, const dsf_cmp_batch &b,
     __syncthreads();
 }
 
-// Entry j from its pooled values in sm.v and emit_prep's sm, by the whole block: norm, RoPE, QDQ, write; then its key.
-__device__ static void emit_finish(const dsf_cmp_layer &L, int fault, emit_smem &sm) {
-    int t = threadIdx.x, nt = blockDim.x;
-    int kind = dsf_cmp_quant_kind(&L);
-#pragma unroll 1
-    for (int key = 0; key < 2; key++) { // one copy of the steps for the entry (key 0) and its index key (key 1)
-        if (key && !L.ik) return;
-        if (key) index_key(L, sm);
-        float *v = key ? sm.k : sm.v;
-        const uint16_t *nw = key ? sm.knw : sm.nw;
-        int n = key ? L.ik : L.d;
-        team_inv_rms(cmp_block(), v, n, L.eps, sm.sl, &sm.inv);
-        int kd = key ? 1 : kind, blk = dsf_cmp_quant_blk(kd);
-        uint16_t *out = key ? sm.iko : sm.kvo;
-        if (key || kind != 1) { // no Hadamard: one pass, a step a QDQ block
-            const float2 *cs = key ? sm.kcs : sm.cs;
-            float *lat = key ? NULL : sm.lat;
-            if (blk == 16) finish_blocks<16>(v, n, sm.inv, nw, lat, cs, kd, fault, out);
-            else if (blk == 32) finish_blocks<32>(v, n, sm.inv, nw, lat, cs, kd, fault, out);
-            else finish_blocks<64>(v, n, sm.inv, nw, lat, cs, kd, fault, out);
-            __syncthreads();
-            continue;
-        }
-        for (int c = t; c < n; c += nt) sm.lat[c] = v[c] = dsf_cmp_norm_elem(v[c], sm.inv, nw[c]); // entry, Hadamard
+// The entry's latent (RMSNorm of sm.v, before RoPE) into sm.lat, as emit_entry computes it; ends synced.
+__device__ static void emit_latent(const dsf_cmp_layer &L, emit_smem &sm) {
+    team_inv_rms(cmp_block(), sm.v, L.d, L.eps, sm.sl, &sm.inv);
+    for (int c = threadIdx.x; c < L.d; c += blockDim.x) sm.lat[c] = dsf_cmp_norm_elem(sm.v[c], sm.inv, sm.nw[c]);
+    __syncthreads();
+}
+
+// Entry j from sm.v by the block: norm (also into sm.lat), RoPE, Hadamard for kind 1, QDQ, bf16 write; ends synced.
+__device__ static void emit_entry(const dsf_cmp_layer &L, int fault, emit_smem &sm) {
+    int t = threadIdx.x, nt = blockDim.x, n = L.d, kind = dsf_cmp_quant_kind(&L);
+    float *v = sm.v;
+    uint16_t *out = sm.kvo;
+    team_inv_rms(cmp_block(), v, n, L.eps, sm.sl, &sm.inv);
+    if (kind != 1) { // no Hadamard: one pass, a step a QDQ block (kind 0: 64 values, kind 2: 16)
+        if (kind == 2) finish_blocks<16>(v, n, sm.inv, sm.nw, sm.lat, sm.cs, kind, fault, out);
+        else finish_blocks<64>(v, n, sm.inv, sm.nw, sm.lat, sm.cs, kind, fault, out);
         __syncthreads();
-        finish_dev(cmp_block(), v, sm.qs, n, sm.cs, kd, blk, 1, fault);
-        for (int c = t; c < n; c += nt) out[c] = dsf_bf16_from_f32(v[c]);
+        return;
     }
+    for (int c = t; c < n; c += nt) sm.lat[c] = v[c] = dsf_cmp_norm_elem(v[c], sm.inv, sm.nw[c]);
+    __syncthreads();
+    finish_dev(cmp_block(), v, sm.qs, n, sm.cs, 1, 32, 1, fault); // kind 1: FP4 E8M0 in blocks of 32
+    for (int c = t; c < n; c += nt) out[c] = dsf_bf16_from_f32(v[c]);
+    __syncthreads();
+}
+
+// Whether this block is the last of n to pass ticket *t (which it then resets); ends synced, fenced for the last.
+__device__ static int last_of(unsigned *t, int n, emit_smem &sm) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        sm.ticket = atomicAdd(t, 1u) == (unsigned)n - 1;
+        if (sm.ticket) *t = 0;
+    }
+    __syncthreads();
+    if (sm.ticket) __threadfence();
+    return sm.ticket;
+}
+
+// Key outputs oa..ob-1 from sm.lat (kb > 0: to kr, the last of kb by ticket tk goes on); k_norm, RoPE, FP4 QDQ, write.
+__device__ __noinline__ static void row_key(const uint16_t *wk, int d, int ik, float eps, int fault, int oa, int ob,
+                                            int kb, unsigned *tk, float *kr, emit_smem &sm) {
+    index_key(wk, d, sm, oa, ob);
+    if (kb) {
+        for (int o = oa + threadIdx.x; o < ob; o += blockDim.x) kr[o] = sm.k[o];
+        if (!last_of(tk, kb, sm)) return;
+        for (int o = threadIdx.x; o < ik; o += blockDim.x) sm.k[o] = __ldcg(kr + o);
+        __syncthreads();
+    }
+    team_inv_rms(cmp_block(), sm.k, ik, eps, sm.sl, &sm.inv);
+    finish_blocks<32>(sm.k, ik, sm.inv, sm.knw, NULL, sm.kcs, 1, fault, sm.iko);
     __syncthreads();
 }
 

@@ -44,7 +44,7 @@ typedef struct emitw_smem {
 // Where element k of slice sl sits in its row of x: chunk k / 4 moved by (sl / 2) mod 4.
 __device__ __forceinline__ static int xpos(int sl, int k) { return ((k >> 2 ^ sl >> 1) & 3) << 2 | (k & 3); }
 
-// emit_finish's steps by one warp: RMSNorm by nw (values also to lat when given), RoPE at pos, QDQ, bf16 write.
+// emit_entry's steps by one warp: RMSNorm by nw (values also to lat when given), RoPE at pos, QDQ, bf16 write.
 __device__ static void warp_finish(const dsf_cmp_layer &L, float *v, int n, const uint16_t *nw, float (*lat)[KMS],
                                    int64_t pos, int kind, int had, int fault, uint16_t *out, emitw_smem &sm) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, S = n / DSF_CMP_SLICES;
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(EW * 32) cmp_emit_w(dsf_cmp_layer L, dsf_cmp_b
     }
     __syncthreads();
     if (!ok) return;
-    // The key of emit_finish: k_norm, RoPE at j r, FP4 QDQ (E8M0, blocks of 32).
+    // emit_key's steps: k_norm, RoPE at j r, FP4 QDQ (E8M0, blocks of 32).
     warp_finish(L, sm.k[w], L.ik, L.w.k_norm, NULL, sm.j[w] * L.ratio, 1, 0, fault,
                 b.ik[s] + (size_t)(sm.j[w] - b.j0[s]) * L.ik, sm);
 }
