@@ -288,8 +288,8 @@ __device__ static void key_fold(int o0, int ob, emit_smem &sm) {
     __syncwarp();
 }
 
-// Index key outputs oa..ob-1 from sm.lat into sm.k: a warp takes TCH at a time, lane = slice, lane u folds output u.
-__device__ static void index_key(const uint16_t *wk, int d, emit_smem &sm, int oa, int ob) {
+// Index key outputs oa..ob-1 from sm.lat into sm.k: a warp takes st <= TCH at a time, lane = slice, lane u folds u.
+__device__ static void index_key(const uint16_t *wk, int d, emit_smem &sm, int oa, int ob, int st) {
     enum { MS = DSF_CMP_MAX_D / DSF_CMP_SLICES, KO = 4 };
     int S = d / DSF_CMP_SLICES, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     int vec = S % 8 == 0 && ((uintptr_t)wk & 15) == 0;
@@ -305,15 +305,17 @@ __device__ static void index_key(const uint16_t *wk, int d, emit_smem &sm, int o
         for (int k = 0; k < MS; k++) x[k] = k < S ? sm.lat[lane * S + k] : 0.0f;
     }
     if (vec) {
-        for (int o0 = oa + warp * TCH; o0 < ob; o0 += nw * TCH) {
+        for (int o0 = oa + warp * st; o0 < ob; o0 += nw * st) {
+            int oe = min(o0 + st, ob);
 #pragma unroll
             for (int h = 0; h < TCH; h += KO) {
+                if (o0 + h >= oe) break;
                 uint4 wv[KO][MS / 8]; // the loads of KO outputs are all in flight before their FMAs
 #pragma unroll
                 for (int u = 0; u < KO; u++)
 #pragma unroll
                     for (int k = 0; k < MS; k += 8)
-                        wv[u][k / 8] = o0 + h + u < ob && k < S
+                        wv[u][k / 8] = o0 + h + u < oe && k < S
                                            ? __ldg((const uint4 *)(wk + (size_t)(o0 + h + u) * d + lane * S + k))
                                            : make_uint4(0, 0, 0, 0);
 #pragma unroll
@@ -328,17 +330,18 @@ __device__ static void index_key(const uint16_t *wk, int d, emit_smem &sm, int o
                     sm.u.part[warp][h + u][lane] = p;
                 }
             }
-            key_fold(o0, ob, sm);
+            key_fold(o0, oe, sm);
         }
     } else {
-        for (int o0 = oa + warp * TCH; o0 < ob; o0 += nw * TCH) {
-            for (int u = 0; u < TCH && o0 + u < ob; u++) { // unaligned or short slices: the same FMAs, x from sm.lat
+        for (int o0 = oa + warp * st; o0 < ob; o0 += nw * st) {
+            int oe = min(o0 + st, ob);
+            for (int u = 0; u < TCH && o0 + u < oe; u++) { // unaligned or short slices: the same FMAs, x from sm.lat
                 const uint16_t *w = wk + (size_t)(o0 + u) * d + lane * S;
                 float p = 0.0f;
                 for (int k = 0; k < S; k++) p = DSF_CMP_MADD(sm.lat[lane * S + k], dsf_bf16_to_f32(w[k]), p);
                 sm.u.part[warp][u][lane] = p;
             }
-            key_fold(o0, ob, sm);
+            key_fold(o0, oe, sm);
         }
     }
     __syncthreads();
@@ -404,7 +407,8 @@ __device__ static int last_of(unsigned *t, int n, emit_smem &sm) {
 // Key outputs oa..ob-1 from sm.lat (kb > 0: to kr, the last of kb by ticket tk goes on); k_norm, RoPE, FP4 QDQ, write.
 __device__ __noinline__ static void row_key(const uint16_t *wk, int d, int ik, float eps, int fault, int oa, int ob,
                                             int kb, unsigned *tk, float *kr, emit_smem &sm) {
-    index_key(wk, d, sm, oa, ob);
+    int nw = blockDim.x >> 5, st = kb ? (ob - oa + nw - 1) / nw : TCH; // key blocks: one round of loads a warp
+    index_key(wk, d, sm, oa, ob, st < 1 ? 1 : st > TCH ? TCH : st);
     if (kb) {
         for (int o = oa + threadIdx.x; o < ob; o += blockDim.x) kr[o] = sm.k[o];
         if (!last_of(tk, kb, sm)) return;
