@@ -7,9 +7,9 @@ static const dsf_geom geoms[] = {{"fused_t128_ws", 128, DSF_CMP_GEMV_STAGE(128),
                                  {"auto_t256_ws", 256, DSF_CMP_GEMV_STAGE(256), {0, 1}},
                                  {"tiled128_t256", 256, 0, {2, 1}},
                                  {"fused_t64", 64, 0, {1, 0}},
-                                 {"fused_t256_k5", 256, 0, {1, 1, 0, 0, 5}},
                                  {"sliced_gemv_t128", 128, 0, {3, 0, 0, 64}},
-                                 {"sliced64_t256", 256, 0, {3, 1}}};
+                                 {"sliced64_t256", 256, 0, {3, 1}},
+                                 {"fused_t256_k5", 256, 0, {1, 1, 0, 0, 5}}};
 
 static const sim_variant small[] = {
     {"v41_r2", 2, 0, DSF_CMP_Q_FP4_E4M3, 1, 256, 128, 1500},   {"v41_r1", 1, 0, DSF_CMP_Q_FP4_E4M3, 1, 256, 128, 1100},
@@ -29,6 +29,8 @@ static void test_chunkings(void) {
     // Chunks of 64 under the sliced GEMV, then the sliced SGEMM: sliced where the ring admits them (ratios 1 and 128).
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 1, 5);
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 2, 5);
+    // V4.1's keys by 5 key blocks (uneven shares) beside the tiled, sliced and automatic (8) ones.
+    for (int i = 0; i < 2; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 3, 5);
 }
 
 static void test_batch(void) {
@@ -36,6 +38,7 @@ static void test_batch(void) {
     for (int i = 0; i < 5; i++) sim_test_batch(DSF_BACKEND_CUDA, &small[i], &geoms[0]);
     for (int i = 0; i < 5; i++) sim_test_batch(DSF_BACKEND_CUDA, &small[i], &geoms[5]);
     for (int i = 0; i < 5; i++) sim_test_batch(DSF_BACKEND_CUDA, &small[i], &geoms[6]);
+    for (int i = 0; i < 2; i++) sim_test_batch(DSF_BACKEND_CUDA, &small[i], &geoms[7]);
 }
 
 static void test_rollback(void) {

@@ -390,8 +390,8 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
                          : stage ? (const void *)cmp_fused<0, 1>
                                  : (const void *)cmp_fused<0, 0>;
         void *args[] = {&l, &bb, &ws, &pooled, &counter, &fault, &wide, &skip, &pc, &part, &kb, &keys};
-        return launch(fn, dim3((unsigned)(grid + ne + (int)b->rows * kb)), nt, stage ? sb : 0, stream, args, "cmp_fused",
-                      e);
+        dim3 fg((unsigned)(grid + ne + (int)b->rows * kb));
+        return launch(fn, fg, nt, stage ? sb : 0, stream, args, "cmp_fused", e);
     }
     if (L->cap > 65535) return dsf_fail(e, "compressor: a ring of %d rows exceeds the grid's y dimension", L->cap);
     // Entries of more staged chunks than one (128 tokens: 32 channels a chunk) are pooled by a block a chunk first.

@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(EW * 32) cmp_emit_w(dsf_cmp_layer L, dsf_cmp_b
     }
     __syncthreads();
     if (!ok) return;
-    // emit_key's steps: k_norm, RoPE at j r, FP4 QDQ (E8M0, blocks of 32).
+    // row_key's finish of a key: k_norm, RoPE at j r, FP4 QDQ (E8M0, blocks of 32).
     warp_finish(L, sm.k[w], L.ik, L.w.k_norm, NULL, sm.j[w] * L.ratio, 1, 0, fault,
                 b.ik[s] + (size_t)(sm.j[w] - b.j0[s]) * L.ik, sm);
 }
