@@ -12,9 +12,11 @@ echo "contract rc=$?"
 wait
 timeout 120 "$b"/bench_compress >"$out/bench.txt" 2>&1
 echo "bench rc=$?"
-if [ -x "$b"/bench_compress_base ]; then
-    timeout 120 "$b"/bench_compress_base >"$out/bench_base.txt" 2>&1
-    echo "bench_base rc=$?"
+if [ -x "$b"/bench_compress_base ]; then # two alternating pairs against the base build, every digest compared
+    a=bench/bench_compress_ab.py
+    [ -f "$b/bench_compress_ab.py" ] && a=$b/bench_compress_ab.py
+    timeout 400 python3 "$a" --pairs 2 "$b"/bench_compress_base "$b"/bench_compress >"$out/ab.txt" 2>&1
+    echo "ab rc=$?"
 fi
 t=bench/bench_compress_torch.py
 [ -f "$b/bench_compress_torch.py" ] && t=$b/bench_compress_torch.py
@@ -22,7 +24,7 @@ timeout 50 python3 "$t" "$out/bench.txt" >"$out/torch.txt" 2>&1
 echo "torch rc=$?"
 grep -v '^ *$' "$out/contract.log" | grep -vE '^(cpu|cuda):' | grep -v ' pass ' | head -20
 tail -n 3 "$out/test.log"
-cat "$out/bench_base.txt" 2>/dev/null | tail -n 33
+cat "$out/ab.txt" 2>/dev/null
 cat "$out/bench.txt"
 tail -n 21 "$out/torch.txt"
 grep -E '^SUMMARY' "$out/contract.log"
