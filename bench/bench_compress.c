@@ -105,10 +105,10 @@ int main(int argc, char **argv) {
     if (argc > 4) rows_of[0] = atoi(argv[4]), n_rows = 1;
     if (argc > 5) geom.p[3] = atoi(argv[5]);
     if (argc > 6) geom.p[4] = atoi(argv[6]);
-    int bad = geom.p[0] < 0 || geom.p[0] > 3 || geom.p[1] < 0 || geom.p[1] > 1 || geom.p[3] < 0 || geom.p[4] < 0 ||
+    int bad = geom.p[0] < 0 || geom.p[0] > 3 || geom.p[1] < 0 || geom.p[1] > 3 || geom.p[3] < 0 || geom.p[4] < 0 ||
               geom.p[4] > DSF_CMP_KEY_BLOCKS_MAX;
     if (argc > 7 || bad || geom.p[3] > DSF_CMP_FUSED_MAX_ROWS || rows_of[0] < 1 || rows_of[0] > 4096) {
-        fprintf(stderr, "usage: bench_compress [VARIANT [PATH 0-3 [TILE 0-1 [ROWS 1-4096 [GEMV_ROWS 0-64 "
+        fprintf(stderr, "usage: bench_compress [VARIANT [PATH 0-3 [TILE 0-3 [ROWS 1-4096 [GEMV_ROWS 0-64 "
                         "[KEY_BLOCKS 0-16]]]]]]\n");
         return 2;
     }

@@ -9,7 +9,9 @@ static const dsf_geom geoms[] = {{"fused_t128_ws", 128, DSF_CMP_GEMV_STAGE(128),
                                  {"fused_t64", 64, 0, {1, 0}},
                                  {"sliced_gemv_t128", 128, 0, {3, 0, 0, 64}},
                                  {"sliced64_t256", 256, 0, {3, 1}},
-                                 {"fused_t256_k5", 256, 0, {1, 1, 0, 0, 5}}};
+                                 {"fused_t256_k5", 256, 0, {1, 1, 0, 0, 5}},
+                                 {"tiled_g128_t256", 256, 0, {2, 2}},
+                                 {"tiled_by_grid_t64", 64, 0, {2, 3}}};
 
 static const sim_variant small[] = {
     {"v41_r2", 2, 0, DSF_CMP_Q_FP4_E4M3, 1, 256, 128, 1500},   {"v41_r1", 1, 0, DSF_CMP_Q_FP4_E4M3, 1, 256, 128, 1100},
@@ -31,6 +33,11 @@ static void test_chunkings(void) {
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 2, 5);
     // V4.1's keys by 5 key blocks (uneven shares) beside the tiled, sliced and automatic (8) ones.
     for (int i = 0; i < 2; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 3, 5);
+    // The 128x128 SGEMM (K tiles 8 small, 16 real) against k5's 64x64, then the tile by grid (64x64 here) against it.
+    for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 7, 2);
+    for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &real[i], geoms + 7, 2);
+    for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 8, 2);
+    for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &real[i], geoms + 8, 2);
 }
 
 static void test_batch(void) {

@@ -5,7 +5,7 @@
 #include "kern/compress/compress_internal.h"
 
 const dsf_geom dsf_cmp_geom_cpu = {"cpu_all_b8", 0, 0, {8, 0, 0, 0}};
-const dsf_geom dsf_cmp_geom_cuda = {"cuda_auto_t256", 256, DSF_CMP_GEMV_STAGE(256), {0, 1, 0, 0}};
+const dsf_geom dsf_cmp_geom_cuda = {"cuda_auto_t256", 256, DSF_CMP_GEMV_STAGE(256), {0, 3, 0, 0}};
 
 int dsf_cmp_ring_cap(int ratio, int overlap, int max_rollback) {
     if (ratio <= 1) return 0;

@@ -1,22 +1,13 @@
 // The compressor on CUDA: fused decode (GEMV or sliced projection, then emitters), tiled prefill (SGEMM, emit, ring).
 #include "kern/compress/compress_emit_warp.cuh"
 #include "kern/compress/compress_gemv.cuh"
+#include "kern/compress/compress_sgemm.cuh"
 #include "kern/compress/compress_sgemv.cuh"
 #include "kern/cuda_check.h"
 
 // Counters (arrivals, departures, pooling and key tickets a row); ws, pooled, sliced part, fused keys (scratch_bytes).
 enum { CTR_BYTES = 1024, KEY_CTR = 2 + DSF_CMP_FUSED_MAX_ROWS };
 static_assert((KEY_CTR + DSF_CMP_FUSED_MAX_ROWS) * 4 <= CTR_BYTES, "every ticket a row fits the counters");
-
-// Finishes one projected value (APE for scores) and stores it in ws and, on the fused path, in the ring.
-__device__ static void store_proj(const dsf_cmp_layer &L, const dsf_cmp_batch &b, float *ws, int O, int64_t row, int o,
-                                  float v, int fault, int to_ring) {
-    int C = dsf_cmp_channels_dev(L), s = seg_of(b, row);
-    int64_t p = b.pos[s] + (row - b.row0[s]);
-    if (o >= C && L.w.ape && fault != DSF_CMP_NO_APE) v = DSF_CMP_ADD(v, L.w.ape[(p % L.ratio) * C + (o - C)]);
-    ws[row * O + o] = v;
-    if (to_ring) b.ring[s][(size_t)(p & (L.cap - 1)) * 2 * C + o] = v;
-}
 
 __device__ static unsigned load_acquire(const unsigned *p) {
     unsigned v;
@@ -134,123 +125,6 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     row_key(L.w.wk, L.d, L.ik, L.eps, fault, oa, ob, kq >= 0 ? kb : 0, ctr + KEY_CTR + row, keys + row * L.ik, sm);
 }
 
-// Calls f(i, j, row, o) for a GEMM thread's 8x8 outputs: two 4-wide halves of its rows and of its columns.
-template <int BM, int BN, class F>
-__device__ __forceinline__ static void each_out(int64_t r0, int o0, int tx, int ty, F f) {
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-            f(i, j, r0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4),
-              o0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4));
-}
-
-// Tiled SGEMM, thread 8x8 in 4-wide halves; K tiles inside a slice, folded left into Ts (SL: slice z into part).
-template <int BM, int BN, int KT, bool SL>
-__global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, int fault, int skip,
-                                                   float *part) {
-    enum { NT = BM * BN / 64, CPR = KT / 8, RA = BM / NT, RB = BN / NT };
-    static_assert(BM % NT == 0 && BN % NT == 0, "each thread stages whole rows of both operands");
-    __shared__ __align__(16) float As[KT][BM];
-    __shared__ __align__(16) float Bs[KT][BN];
-    __shared__ float Ts[64][NT];
-    int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, per = D / DSF_CMP_SLICES / KT;
-    static_assert(BN == 64, "a warp is 8 column groups by 4 row groups");
-    // Lanes l and l ^ 1 share a row group, l and l ^ 2 a column group: each 16-byte shared load returns in 2 passes.
-    int tid = threadIdx.x, l = tid & 31;
-    int pt = (tid & ~31) | (l & 1) | (l >> 1 & 2) | (l >> 2 & 4) | (l << 2 & 8) | (l << 1 & 16);
-    int tx = pt & 7, ty = pt >> 3;
-    int64_t r0 = (int64_t)blockIdx.y * BM;
-    int o0 = blockIdx.x * BN, sl0 = SL ? (int)blockIdx.z : 0, sl1 = SL ? sl0 + 1 : DSF_CMP_SLICES;
-    int64_t kb = (int64_t)sl0 * per * KT, kend = SL ? per * KT : D;
-    const uint16_t *pa[RA], *pb[RB];
-    uint4 ra[RA][CPR], rb[RB][CPR];
-#pragma unroll
-    for (int v = 0; v < RA; v++) {
-        int64_t row = r0 + tid + v * NT;
-        pa[v] = b.x + (row < b.rows ? row : b.rows - 1) * D + kb;
-    }
-#pragma unroll
-    for (int v = 0; v < RB; v++) {
-        int o = o0 + tid + v * NT;
-        o = o < O ? o : O - 1;
-        pb[v] = dsf_cmp_proj_row(L, o, C, D) + kb;
-    }
-    float acc[8][8];
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
-#pragma unroll
-    for (int u = 0; u < CPR; u++) {
-#pragma unroll
-        for (int v = 0; v < RA; v++) ra[v][u] = *(const uint4 *)(pa[v] + 8 * u);
-#pragma unroll
-        for (int v = 0; v < RB; v++) rb[v][u] = __ldg((const uint4 *)(pb[v] + 8 * u));
-    }
-    for (int sl = sl0; sl < sl1; sl++) {
-        for (int t = 0; t < per; t++) {
-            float f[8];
-#pragma unroll
-            for (int u = 0; u < CPR; u++) {
-#pragma unroll
-                for (int v = 0; v < RA; v++) {
-                    bf16x8(ra[v][u], f);
-#pragma unroll
-                    for (int k = 0; k < 8; k++) As[u * 8 + k][tid + v * NT] = f[k];
-                }
-#pragma unroll
-                for (int v = 0; v < RB; v++) {
-                    bf16x8(rb[v][u], f);
-#pragma unroll
-                    for (int k = 0; k < 8; k++) Bs[u * 8 + k][tid + v * NT] = f[k];
-                }
-            }
-            __syncthreads();
-            int64_t kn = ((int64_t)(sl - sl0) * per + t + 1) * KT;
-            if (kn < kend) {
-#pragma unroll
-                for (int u = 0; u < CPR; u++) {
-#pragma unroll
-                    for (int v = 0; v < RA; v++) ra[v][u] = *(const uint4 *)(pa[v] + kn + 8 * u);
-#pragma unroll
-                    for (int v = 0; v < RB; v++) rb[v][u] = __ldg((const uint4 *)(pb[v] + kn + 8 * u));
-                }
-            }
-#pragma unroll
-            for (int k = 0; k < KT; k++) {
-                float4 a0 = *(const float4 *)&As[k][ty * 4], a1 = *(const float4 *)&As[k][BM / 2 + ty * 4];
-                float4 b0 = *(const float4 *)&Bs[k][tx * 4], b1 = *(const float4 *)&Bs[k][BN / 2 + tx * 4];
-                float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-                float w[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-#pragma unroll
-                    for (int j = 0; j < 8; j++) acc[i][j] = DSF_CMP_MADD(a[i], w[j], acc[i][j]);
-            }
-            __syncthreads();
-        }
-        if (SL) {
-            each_out<BM, BN>(r0, o0, tx, ty, [&](int i, int j, int64_t row, int o) {
-                if (row < b.rows && o < O) part[((int64_t)sl * b.rows + row) * O + o] = acc[i][j];
-            });
-            return;
-        }
-        int keep = !(skip && sl == DSF_CMP_SLICES - 1);
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                if (sl == 0) Ts[i * 8 + j][tid] = acc[i][j];
-                else if (keep) Ts[i * 8 + j][tid] = DSF_CMP_ADD(Ts[i * 8 + j][tid], acc[i][j]);
-                acc[i][j] = 0.0f;
-            }
-    }
-    each_out<BM, BN>(r0, o0, tx, ty, [&](int i, int j, int64_t row, int o) {
-        if (row < b.rows && o < O) store_proj(L, b, ws, O, row, o, Ts[i * 8 + j][tid], fault, 0);
-    });
-}
-
 // Prefill pooling, block (s, e, g): channels [g cg, (g + 1) cg) of its entry into pooled[row]; same bits per channel.
 __global__ void __launch_bounds__(256) cmp_pool(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws, float *pooled,
                                                 int fault, int wide, int cg) {
@@ -288,28 +162,47 @@ extern "C" size_t dsf_cmp_scratch_bytes(const dsf_cmp_layer *L, int64_t rows) {
 
 static int geom_check(const dsf_geom *g, dsf_err *e) {
     if (g->threads < 64 || g->threads > 256 || g->threads % 32 || g->dyn_smem < 0 || g->p[0] < 0 || g->p[0] > 3 ||
-        g->p[1] < 0 || g->p[1] > 1 || g->p[2] < 0 || g->p[2] > EW || g->p[3] < 0 || g->p[3] > DSF_CMP_FUSED_MAX_ROWS ||
+        g->p[1] < 0 || g->p[1] > 3 || g->p[2] < 0 || g->p[2] > EW || g->p[3] < 0 || g->p[3] > DSF_CMP_FUSED_MAX_ROWS ||
         g->p[4] < 0 || g->p[4] > DSF_CMP_KEY_BLOCKS_MAX)
         return dsf_fail(e,
-                        "compressor cuda geometry %s: threads %d (64..256, multiple of 32), path %d, tile %d, entries "
-                        "a block %d (0..%d), sliced GEMV rows %d (0..%d), key blocks %d (0..%d)",
+                        "compressor cuda geometry %s: threads %d (64..256, multiple of 32), path %d, tile %d "
+                        "(0..3), entries a block %d (0..%d), sliced GEMV rows %d (0..%d), key blocks %d (0..%d)",
                         g->name, g->threads, g->p[0], g->p[1], g->p[2], (int)EW, g->p[3], DSF_CMP_FUSED_MAX_ROWS,
                         g->p[4], DSF_CMP_KEY_BLOCKS_MAX);
     return 0;
 }
 
-// Tile 1: 64x64 (64 threads), K tiles of 16 where a slice holds whole ones, else 8; tile 0: 32x64 (32 threads), 8.
+// Tiles: 0 32x64, 1 64x64 (K tiles of 16 where slices allow, else 8), 2 128x128 double-buffered (prefill only).
 static const void *gemm_fn(int tile, int kt16, int sliced) {
+    if (tile == 2 && !sliced) return kt16 ? (const void *)cmp_gemm_db<128, 16> : (const void *)cmp_gemm_db<128, 8>;
+    tile = tile ? 1 : 0;
     if (sliced && tile) return kt16 ? (const void *)cmp_gemm<64, 64, 16, 1> : (const void *)cmp_gemm<64, 64, 8, 1>;
     if (tile) return kt16 ? (const void *)cmp_gemm<64, 64, 16, 0> : (const void *)cmp_gemm<64, 64, 8, 0>;
     return sliced ? (const void *)cmp_gemm<32, 64, 8, 1> : (const void *)cmp_gemm<32, 64, 8, 0>;
 }
 
-// A geometry's dynamic shared memory: the fused GEMV's weight staging, or the tiled geometries' SGEMM (its main one).
-static int gemm_smem(const dsf_geom *g) { return g->p[0] == 2 ? g->dyn_smem : 0; }
+// The GEMM tile's rows (tiles 0 and 1 also their threads, a thread's 8x8 outputs over 64 columns), threads, columns.
+static int gemm_rows(int tile) { return tile == 2 ? 128 : tile ? 64 : 32; }
+static int gemm_threads(int tile) { return tile == 2 ? 256 : gemm_rows(tile); }
+static int gemm_cols(int tile) { return tile == 2 ? 128 : 64; }
 
-// The GEMM tile's rows, which are also its threads (a thread's 8x8 outputs over 64 columns): tile 1 64, tile 0 32.
-static int gemm_rows(int tile) { return tile ? 64 : 32; }
+// The prefill SGEMM's dynamic memory: a double-buffered tile's own, or more where a tiled geometry declares it.
+static int gemm_smem(const dsf_geom *g, int tile, int kt16) {
+    int own = tile == 2 ? gemm_db_smem(128, kt16 ? 16 : 8) : 0, decl = g->p[0] == 2 ? g->dyn_smem : 0;
+    return own > decl ? own : decl;
+}
+
+// Tile 3 picks by grid: 2 where its blocks give every SM 1.5 or more, else 1 (whose 4x more blocks spread further).
+static int gemm_tile(int tile, int O, int64_t rows, dsf_err *e) {
+    static int sms[16];
+    int dev = 0;
+    if (tile != 3) return tile;
+    DSF_CUDA_TRY(e, cudaGetDevice(&dev));
+    if (dev < 0 || dev >= 16) return dsf_fail(e, "compressor: device %d", dev);
+    if (!sms[dev]) DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev));
+    int64_t blocks = (int64_t)((O + 127) / 128) * ((rows + 127) / 128);
+    return 2 * blocks >= 3 * (int64_t)sms[dev] ? 2 : 1;
+}
 
 // Blocks of cmp_fused the device holds at once (cached per device, threads and the staged instance's shared memory).
 static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
@@ -375,7 +268,7 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         // Sliced (p[0] 3, or auto from DSF_CMP_SLICED_MIN_ROWS rows): the SGEMM a slice a block, then fold and emit.
         if (g->p[0] == 3 || (g->p[0] == 0 && b->rows >= DSF_CMP_SLICED_MIN_ROWS)) {
             part = pooled + pooled_rows(b->rows) * (size_t)L->d;
-            int tile = g->p[0] == 0 && b->rows <= 32 ? 0 : g->p[1], bm = gemm_rows(tile);
+            int tile = g->p[0] == 0 && b->rows <= 32 ? 0 : g->p[1] ? 1 : 0, bm = gemm_rows(tile); // sliced: 0 or 1
             int gv = (g->p[0] == 0 ? DSF_CMP_SGEMV_ROWS : g->p[3]) >= b->rows && L->dim / DSF_CMP_SLICES <= SG_MAX_S;
             void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part}, *vargs[] = {&l, &bb, &part};
             int rb = gv ? SR : bm; // rows a block
@@ -402,10 +295,11 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     unsigned ew = g->p[2] ? (unsigned)g->p[2] : ey >= 8 * 128 ? 8 : ey >= 4 * 128 ? 4 : ey >= 2 * 128 ? 2 : 1;
     if ((split ? ey : (ey + ew - 1) / ew) > 65535)
         return dsf_fail(e, "compressor: %u entry slots in one segment exceed the grid's y dimension; split the call", ey);
-    int bm = gemm_rows(g->p[1]);
+    int tile = gemm_tile(g->p[1], O, b->rows, e), bm = gemm_rows(tile), bn = gemm_cols(tile);
+    if (tile < 0) return -1;
     void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part};
-    dim3 gg((unsigned)((O + 63) / 64), (unsigned)((b->rows + bm - 1) / bm));
-    if (launch(gemm_fn(g->p[1], kt16, 0), gg, bm, gemm_smem(g), stream, gargs, "cmp_gemm", e))
+    dim3 gg((unsigned)((O + bn - 1) / bn), (unsigned)((b->rows + bm - 1) / bm));
+    if (launch(gemm_fn(tile, kt16, 0), gg, gemm_threads(tile), gemm_smem(g, tile, kt16), stream, gargs, "cmp_gemm", e))
         return -1;
     void *pargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &cg};
     if (split && launch((const void *)cmp_pool, dim3((unsigned)b->n_seg, ey, (unsigned)groups), g->threads, 0, stream,
@@ -435,7 +329,7 @@ extern "C" int dsf_cmp_ring_reset_cuda(void *stream, const dsf_cmp_layer *L, flo
 
 // The function a geometry launches first for calls the fused path can serve (the tiled SGEMM for tiled geometries).
 static const void *main_fn(const dsf_geom *g) {
-    if (g->p[0] == 2) return gemm_fn(g->p[1], 1, 0);
+    if (g->p[0] == 2) return gemm_fn(g->p[1] == 3 ? 2 : g->p[1], 1, 0);
     if (g->p[0] == 3) return (const void *)cmp_fused<1, 0>;
     return g->dyn_smem ? (const void *)cmp_fused<0, 1> : (const void *)cmp_fused<0, 0>;
 }
@@ -449,17 +343,20 @@ extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *
 // The functions a geometry can launch besides the one dsf_cmp_cuda_attrs reads, each with its block and shared memory.
 extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
     if (geom_check(g, e)) return -1;
-    int sl = g->p[0] == 0 || g->p[0] == 3, bm = gemm_rows(g->p[1]), ew = g->p[2] ? g->p[2] : EW;
-    const void *mf = main_fn(g); // checked at g->threads (at least bm) through dsf_cmp_cuda_attrs: not listed
+    int sl = g->p[0] == 0 || g->p[0] == 3, t = g->p[1] == 3 ? 2 : g->p[1], ts = t ? 1 : 0, ew = g->p[2] ? g->p[2] : EW;
+    int t2 = g->p[1] == 3 ? 1 : -1; // tile 3's other choice
+    const void *mf = main_fn(g); // checked at g->threads and dyn_smem (dsf_cmp_cuda_attrs); listed if launched above
     // Both GEMM K tiles (sliced or not; auto: 32 rows), the sliced GEMV and fold, pooling, emission, ring rows, reset.
     const struct {
         const char *name;
         const void *fn;
         int threads, smem;
-    } all[] = {{"cmp_gemm", gemm_fn(g->p[1], 1, 0), bm, gemm_smem(g)},
-               {"cmp_gemm_kt8", gemm_fn(g->p[1], 0, 0), bm, gemm_smem(g)},
-               {"cmp_gemm_sliced", sl ? gemm_fn(g->p[1], 1, 1) : NULL, bm, 0},
-               {"cmp_gemm_sliced_kt8", sl ? gemm_fn(g->p[1], 0, 1) : NULL, bm, 0},
+    } all[] = {{"cmp_gemm", gemm_fn(t, 1, 0), gemm_threads(t), gemm_smem(g, t, 1)},
+               {"cmp_gemm_kt8", gemm_fn(t, 0, 0), gemm_threads(t), gemm_smem(g, t, 0)},
+               {"cmp_gemm_64", t2 < 0 ? NULL : gemm_fn(t2, 1, 0), gemm_threads(t2), gemm_smem(g, t2, 1)},
+               {"cmp_gemm_64_kt8", t2 < 0 ? NULL : gemm_fn(t2, 0, 0), gemm_threads(t2), gemm_smem(g, t2, 0)},
+               {"cmp_gemm_sliced", sl ? gemm_fn(ts, 1, 1) : NULL, gemm_rows(ts), 0},
+               {"cmp_gemm_sliced_kt8", sl ? gemm_fn(ts, 0, 1) : NULL, gemm_rows(ts), 0},
                {"cmp_gemm_sliced_32rows", g->p[0] == 0 ? gemm_fn(0, 0, 1) : NULL, 32, 0},
                {"cmp_sgemv", g->p[0] == 0 || (g->p[0] == 3 && g->p[3]) ? (const void *)cmp_sgemv : NULL, 64, 0},
                {"cmp_fused_fold", sl ? (const void *)cmp_fused<1, 0> : NULL, g->threads, 0},
@@ -470,8 +367,9 @@ extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch 
                {"cmp_ring_reset", (const void *)cmp_ring_reset, 256, 0}};
     int n = 0;
     for (int i = 0; i < (int)(sizeof all / sizeof all[0]); i++) {
-        int seen = all[i].fn == mf || !all[i].fn;
-        for (int j = 0; j < i; j++) seen |= all[j].fn == all[i].fn;
+        int seen = !all[i].fn || (all[i].fn == mf && all[i].threads <= g->threads && all[i].smem <= g->dyn_smem);
+        for (int j = 0; j < i; j++)
+            seen |= all[j].fn == all[i].fn && all[j].threads == all[i].threads && all[j].smem == all[i].smem;
         if (seen) continue;
         if (n == max) return dsf_fail(e, "compressor: more than %d launched functions for geometry %s", max, g->name);
         dsf_launch *l = &out[n++];

@@ -179,6 +179,7 @@ static const dsf_geom cuda_geoms[] = {
     {"sliced32_t256_e2", 256, 0, {3, 0, 2}},  {"sliced_gemv_t64", 64, 0, {3, 0, 0, 64}},
     {"fused_t256_ws", 256, DSF_CMP_GEMV_STAGE(256), {1, 1}}, {"auto_t128_ws", 128, DSF_CMP_GEMV_STAGE(128), {0, 0}},
     {"fused_t128_k1", 128, 0, {1, 0, 0, 0, 1}},              {"sliced64_t256_k3", 256, 0, {3, 1, 0, 0, 3}},
+    {"tiled_g128_t128_e2", 128, 0, {2, 2, 2}},               {"tiled_by_grid_t64", 64, 0, {2, 3}},
 };
 static const dsf_geom cuda_big[] = {{"fused_t128", 128, 0, {1, 0}}, {"tiled_t256_smem200k", 256, 200 * 1024, {2, 1}}};
 #endif
