@@ -105,11 +105,12 @@ int main(int argc, char **argv) {
     if (argc > 4) rows_of[0] = atoi(argv[4]), n_rows = 1;
     if (argc > 5) geom.p[3] = atoi(argv[5]);
     if (argc > 6) geom.p[4] = atoi(argv[6]);
+    if (argc > 7) geom.p[2] = atoi(argv[7]);
     int bad = geom.p[0] < 0 || geom.p[0] > 3 || geom.p[1] < 0 || geom.p[1] > 3 || geom.p[3] < 0 || geom.p[4] < 0 ||
-              geom.p[4] > DSF_CMP_KEY_BLOCKS_MAX;
-    if (argc > 7 || bad || geom.p[3] > DSF_CMP_FUSED_MAX_ROWS || rows_of[0] < 1 || rows_of[0] > 4096) {
+              geom.p[4] > DSF_CMP_KEY_BLOCKS_MAX || geom.p[2] < 0 || geom.p[2] > 8;
+    if (argc > 8 || bad || geom.p[3] > DSF_CMP_FUSED_MAX_ROWS || rows_of[0] < 1 || rows_of[0] > 4096) {
         fprintf(stderr, "usage: bench_compress [VARIANT [PATH 0-3 [TILE 0-3 [ROWS 1-4096 [GEMV_ROWS 0-64 "
-                        "[KEY_BLOCKS 0-16]]]]]]\n");
+                        "[KEY_BLOCKS 0-16 [ENTRIES 0-8]]]]]]]\n");
         return 2;
     }
     int dev;
@@ -123,8 +124,8 @@ int main(int argc, char **argv) {
     CK(cudaMalloc((void **)&c.probe, 16));
     double copy_gbs = dsf_bench_copy_gbps(c.st, (size_t)1 << 30, 3, TRIALS, REPS);
     double fma_tf = 132.0 * 16 * 256 * 4096 * 8 * 2 / (time_us(c.st, run_probe, &c) * 1e6);
-    printf("copy %.0f GB/s (read+write), fp32 FMA %.1f TFLOP/s; path %d tile %d gemv %d key blocks %d\n", copy_gbs,
-           fma_tf, geom.p[0], geom.p[1], geom.p[3], geom.p[4]);
+    printf("copy %.0f GB/s (read+write), fp32 FMA %.1f TFLOP/s; path %d tile %d gemv %d key blocks %d entries %d\n",
+           copy_gbs, fma_tf, geom.p[0], geom.p[1], geom.p[3], geom.p[4], geom.p[2]);
     printf("%-10s %5s %10s %10s %10s %9s %8s %8s %8s\n", "variant", "rows", "median_us", "MB", "GFLOP", "GB/s",
            "bw_ratio", "TFLOP/s", "fma_rat");
     for (size_t vi = 0; vi < sizeof vs / sizeof vs[0]; vi++) {

@@ -291,8 +291,8 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     unsigned ey = (unsigned)dsf_cmp_entry_slots(L->ratio, b->max_len) + 1;
     int cg = L->ratio == 1 ? L->d : max(pool_chunk(span), 32), groups = (L->d + cg - 1) / cg;
     int split = groups > 1 || span > EW_TOK; // cmp_emit_w's warps hold at most EW_TOK tokens each
-    // Entries a block (geometry p[2], else by count): up to EW share wk, enough blocks keep the SMs busy.
-    unsigned ew = g->p[2] ? (unsigned)g->p[2] : ey >= 8 * 128 ? 8 : ey >= 4 * 128 ? 4 : ey >= 2 * 128 ? 2 : 1;
+    // Entries a block of EW warps (geometry p[2], else by count: up to EW share wk's reads, 4 where there is no key).
+    unsigned ew = g->p[2] ? (unsigned)g->p[2] : ey >= 8 * 128 ? (L->ik ? 8 : 4) : ey >= 4 * 128 ? 4 : ey >= 2 * 128 ? 2 : 1;
     if ((split ? ey : (ey + ew - 1) / ew) > 65535)
         return dsf_fail(e, "compressor: %u entry slots in one segment exceed the grid's y dimension; split the call", ey);
     int tile = gemm_tile(g->p[1], O, b->rows, e), bm = gemm_rows(tile), bn = gemm_cols(tile);
@@ -305,8 +305,9 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     if (split && launch((const void *)cmp_pool, dim3((unsigned)b->n_seg, ey, (unsigned)groups), g->threads, 0, stream,
                         pargs, "cmp_pool", e))
         return -1;
-    void *eargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &split};
-    if (launch((const void *)cmp_emit_w, dim3((unsigned)b->n_seg, (ey + ew - 1) / ew), 32 * (int)ew, 0, stream, eargs,
+    int ewi = (int)ew;
+    void *eargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &split, &ewi};
+    if (launch((const void *)cmp_emit_w, dim3((unsigned)b->n_seg, (ey + ew - 1) / ew), 32 * EW, 0, stream, eargs,
                "cmp_emit_w", e))
         return -1;
     if (L->ratio == 1) return 0;
@@ -343,7 +344,7 @@ extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *
 // The functions a geometry can launch besides the one dsf_cmp_cuda_attrs reads, each with its block and shared memory.
 extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
     if (geom_check(g, e)) return -1;
-    int sl = g->p[0] == 0 || g->p[0] == 3, t = g->p[1] == 3 ? 2 : g->p[1], ts = t ? 1 : 0, ew = g->p[2] ? g->p[2] : EW;
+    int sl = g->p[0] == 0 || g->p[0] == 3, t = g->p[1] == 3 ? 2 : g->p[1], ts = t ? 1 : 0;
     int t2 = g->p[1] == 3 ? 1 : -1; // tile 3's other choice
     const void *mf = main_fn(g); // checked at g->threads and dyn_smem (dsf_cmp_cuda_attrs); listed if launched above
     // Both GEMM K tiles (sliced or not; auto: 32 rows), the sliced GEMV and fold, pooling, emission, ring rows, reset.
@@ -362,7 +363,7 @@ extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch 
                {"cmp_fused_fold", sl ? (const void *)cmp_fused<1, 0> : NULL, g->threads, 0},
                {"cmp_fused_gemv", g->p[0] < 2 ? (const void *)cmp_fused<0, 0> : NULL, g->threads, 0},
                {"cmp_pool", (const void *)cmp_pool, g->threads, 0},
-               {"cmp_emit_w", (const void *)cmp_emit_w, 32 * ew, 0},
+               {"cmp_emit_w", (const void *)cmp_emit_w, 32 * EW, 0},
                {"cmp_ring_rows", (const void *)cmp_ring_rows, 256, 0},
                {"cmp_ring_reset", (const void *)cmp_ring_reset, 256, 0}};
     int n = 0;

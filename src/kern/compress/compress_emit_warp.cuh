@@ -38,7 +38,8 @@ typedef struct emitw_smem {
     float k[EW][DSF_CMP_MAX_IK];
     float sl[EW][DSF_CMP_SLICES], qs[EW][DSF_CMP_MAX_D / 16], inv[EW];
     float2 cs[EW][DSF_CMP_ROPE_DIM / 2];
-    int64_t j[EW];
+    int64_t j[EW], row[EW]; // an entry's index (-1: none in this slot) and emitting row
+    int n[EW];              // its pooled tokens
 } emitw_smem;
 
 // Where element k of slice sl sits in its row of x: chunk k / 4 moved by (sl / 2) mod 4.
@@ -96,25 +97,28 @@ __device__ __forceinline__ static float pool_one(const dsf_cmp_tok *tok, int n, 
     return v;
 }
 
-// Warp w's entry (slot g EW + w): pooled values (cmp_pool's when split), norm, latent to x, RoPE, QDQ, write.
-__device__ static void warp_entry(const dsf_cmp_layer &L, const dsf_cmp_batch &b, const float *ws, const float *pooled,
-                                  int s, int64_t j, int64_t row, int fault, int wide, int split, emitw_smem &sm) {
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, d = L.d, r = L.ratio;
-    int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L);
-    int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * r;
-    float *v = sm.u.e.v[w];
-    const dsf_cmp_tok *tok = sm.u.e.tok[w];
+// Warp w's entry (slot g ew + w, index j): its pooled tokens (lanes below n) and what the block's pooling reads.
+__device__ static void entry_setup(const dsf_cmp_layer &L, const dsf_cmp_batch &b, const float *ws, int s, int64_t j,
+                                   int64_t row, int fault, int split, emitw_smem &sm) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * L.ratio;
     unsigned char cur;
-    if (!split && lane < n) sm.u.e.tok[w][lane] = entry_token(L, b, s, j, lane, prev, ws, O, &cur);
-    __syncwarp();
-    for (int c = lane; c < d; c += 32)
-        v[c] = split ? __ldcg(pooled + row * d + c)
-               : r == 1 ? dsf_bf16_round(__ldcg(tok[0].row + c))
-                        : dsf_bf16_round(pool_one(tok, n, C, c, wide));
-    __syncwarp();
-    int kind = dsf_cmp_quant_kind(&L);
-    warp_finish(L, v, d, L.w.norm, L.ik ? sm.x[w] : NULL, j * r + (r == 1 && wide ? 1 : 0), kind, kind == 1, fault,
-                b.kv[s] + (j - b.j0[s]) * d, sm);
+    if (!split && lane < n) sm.u.e.tok[w][lane] = entry_token(L, b, s, j, lane, prev, ws, dsf_cmp_proj_outputs_dev(L), &cur);
+    if (lane == 0) sm.row[w] = row, sm.n[w] = n;
+}
+
+// The block's threads pool the channels of its ew entries, a channel at a time (cmp_pool's values when split).
+__device__ static void pool_entries(const dsf_cmp_layer &L, const float *pooled, int ew, int wide, int split,
+                                    emitw_smem &sm) {
+    int d = L.d, C = dsf_cmp_channels_dev(L);
+    for (int i = threadIdx.x; i < ew * d; i += blockDim.x) {
+        int e = i / d, c = i % d;
+        if (sm.j[e] < 0) continue;
+        const dsf_cmp_tok *tok = sm.u.e.tok[e];
+        sm.u.e.v[e][c] = split          ? __ldcg(pooled + sm.row[e] * d + c)
+                         : L.ratio == 1 ? dsf_bf16_round(__ldcg(tok[0].row + c))
+                                        : dsf_bf16_round(pool_one(tok, sm.n[e], C, c, wide));
+    }
 }
 
 // Slice partials of outputs o0, o0 + 1 for the ew latents into part, slices of SS elements (16-byte aligned wk rows).
@@ -156,20 +160,27 @@ __device__ static void key_partials(const dsf_cmp_layer &L, int o0, int ew, emit
     }
 }
 
-// Block (s, g) of ew warps: entry slots g ew .. g ew + ew - 1 of segment s, a warp each; then their index keys.
+// Block (s, g): entry slots g ew .. g ew + ew - 1 of segment s pooled by all its warps, warp e finishes entry e; keys.
 __global__ void __launch_bounds__(EW * 32) cmp_emit_w(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws,
-                                                      const float *pooled, int fault, int wide, int split) {
+                                                      const float *pooled, int fault, int wide, int split, int ew) {
     __shared__ __align__(16) emitw_smem sm;
-    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, s = blockIdx.x, ew = blockDim.x >> 5;
-    int64_t j, row;
-    int ok = prefill_entry_at(L, b, fault, s, (int64_t)blockIdx.y * ew + w, &j, &row);
-    if (ok) warp_entry(L, b, ws, pooled, s, j, row, fault, wide, split, sm);
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, s = blockIdx.x, nw = blockDim.x >> 5, r = L.ratio;
+    int64_t j = -1, row = 0;
+    int ok = w < ew && prefill_entry_at(L, b, fault, s, (int64_t)blockIdx.y * ew + w, &j, &row);
+    if (ok) entry_setup(L, b, ws, s, j, row, fault, split, sm);
+    if (lane == 0) sm.j[w] = ok ? j : -1;
+    __syncthreads();
+    pool_entries(L, pooled, ew, wide, split, sm);
+    __syncthreads();
+    int kind = dsf_cmp_quant_kind(&L);
+    if (ok)
+        warp_finish(L, sm.u.e.v[w], L.d, L.w.norm, L.ik ? sm.x[w] : NULL, j * r + (r == 1 && wide ? 1 : 0), kind,
+                    kind == 1, fault, b.kv[s] + (j - b.j0[s]) * L.d, sm);
     if (!L.ik || !__syncthreads_or(ok)) return;
     for (int i = lane; !ok && i < DSF_CMP_SLICES * KMS; i += 32) sm.x[w][i / KMS][i % KMS] = 0.0f;
-    if (lane == 0) sm.j[w] = j;
     __syncthreads();
     int S = L.d / DSF_CMP_SLICES, al = ((uintptr_t)L.w.wk & 15) == 0;
-    for (int o0 = w * KO; o0 < L.ik; o0 += ew * KO) {
+    for (int o0 = w * KO; o0 < L.ik; o0 += nw * KO) {
         if (al && S == 16)
             key_partials_v<16>(L, o0, ew, sm);
         else if (al && S == 8)
