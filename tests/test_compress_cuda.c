@@ -33,7 +33,7 @@ static void test_chunkings(void) {
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 2, 5);
     // V4.1's keys by 5 key blocks (uneven shares) beside the tiled, sliced and automatic (8) ones.
     for (int i = 0; i < 2; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 3, 5);
-    // The 128x128 SGEMM (K tiles 8 small, 16 real) against k5's 64x64, then the tile by grid (64x64 here) against it.
+    // The 128x128 SGEMM (K tiles 8 small, 16 real) against k5's 64x64, then the tile by grid (tile 1 here) against it.
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 7, 2);
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &real[i], geoms + 7, 2);
     for (int i = 0; i < 5; i++) sim_test_chunkings(DSF_BACKEND_CUDA, &small[i], geoms + 8, 2);
@@ -102,6 +102,26 @@ static void test_misaligned(void) {
     sim_test_misaligned(DSF_BACKEND_CUDA, &small[4], &geoms[1]);
 }
 
+// Tile 3 picks by grid: tile 2 for a whole prompt of 1800 V4 ratio-4 rows in one call (240 blocks), tile 1 for chunks.
+static void test_tile_by_grid(void) {
+    static const sim_variant v = {"v4_r4_1800", 4, 1, DSF_CMP_Q_FP8_NOPE, 0, 4096, 512, 1800};
+    sim s;
+    sim_init(&s, DSF_BACKEND_CUDA, v.ratio, v.overlap, v.q, v.v41, v.D, v.d, v.T, 1, 13);
+    sim_stream a, b;
+    sim_stream_new(&s, &a), sim_stream_new(&s, &b);
+    sim_stream *one[1] = {&a};
+    int which = 0, len = (int)v.T;
+    int64_t p = 0;
+    uint64_t rng = dsf_rng_seed(13, v.name, 0);
+    TEST_ASSERT(sim_call(&s, 1, one, &which, &p, &len, NULL, &geoms[9]) == 0);
+    TEST_ASSERT(sim_feed(&s, &b, 0, 0, v.T, 300, &rng, &geoms[9]) == 0);
+    sim_snap x = sim_snapshot(&s, &a), y = sim_snapshot(&s, &b);
+    TEST_ASSERT_MSG(sim_same(&x, &y), "%s: one call of %d rows (tile 2) differs from chunks (tile 1)", v.name, len);
+    free(x.p), free(y.p);
+    sim_stream_free(&s, &a), sim_stream_free(&s, &b);
+    sim_free(&s);
+}
+
 int main(void) {
     char why[256];
     if (!dsf_dev_available(DSF_BACKEND_CUDA, why, sizeof why)) TEST_SKIP_ALL(why);
@@ -111,5 +131,6 @@ int main(void) {
     TEST_RUN(test_rollback);
     TEST_RUN(test_decode);
     TEST_RUN(test_misaligned);
+    TEST_RUN(test_tile_by_grid);
     TEST_END();
 }

@@ -292,7 +292,11 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     int cg = L->ratio == 1 ? L->d : max(pool_chunk(span), 32), groups = (L->d + cg - 1) / cg;
     int split = groups > 1 || span > EW_TOK; // cmp_emit_w's warps hold at most EW_TOK tokens each
     // Entries a block of EW warps (geometry p[2], else by count: up to EW share wk's reads, 4 where there is no key).
-    unsigned ew = g->p[2] ? (unsigned)g->p[2] : ey >= 8 * 128 ? (L->ik ? 8 : 4) : ey >= 4 * 128 ? 4 : ey >= 2 * 128 ? 2 : 1;
+    unsigned ew = g->p[2]          ? (unsigned)g->p[2]
+                  : ey >= 8 * 128 ? (L->ik ? 8 : 4)
+                  : ey >= 4 * 128 ? 4
+                  : ey >= 2 * 128 ? 2
+                                  : 1;
     if ((split ? ey : (ey + ew - 1) / ew) > 65535)
         return dsf_fail(e, "compressor: %u entry slots in one segment exceed the grid's y dimension; split the call", ey);
     int tile = gemm_tile(g->p[1], O, b->rows, e), bm = gemm_rows(tile), bn = gemm_cols(tile);

@@ -1,6 +1,6 @@
 #ifndef DSF_COMPRESS_EMIT_WARP_CUH
 #define DSF_COMPRESS_EMIT_WARP_CUH
-// Prefill emissions, a warp an entry and EW entries a block; the index keys of a block's entries share one read of wk.
+// Prefill emissions, up to EW entries a block pooled by all its warps, a warp finishing each; keys share wk's reads.
 #include "kern/compress/compress_emit.cuh"
 
 // Whether token p of segment s emits entry j (by the fault's rule); -1 when it does not.
@@ -103,7 +103,8 @@ __device__ static void entry_setup(const dsf_cmp_layer &L, const dsf_cmp_batch &
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     int prev = L.overlap && (j > 0 || fault == DSF_CMP_NO_RESET), n = (prev ? 2 : 1) * L.ratio;
     unsigned char cur;
-    if (!split && lane < n) sm.u.e.tok[w][lane] = entry_token(L, b, s, j, lane, prev, ws, dsf_cmp_proj_outputs_dev(L), &cur);
+    if (!split && lane < n)
+        sm.u.e.tok[w][lane] = entry_token(L, b, s, j, lane, prev, ws, dsf_cmp_proj_outputs_dev(L), &cur);
     if (lane == 0) sm.row[w] = row, sm.n[w] = n;
 }
 

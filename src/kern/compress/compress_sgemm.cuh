@@ -143,13 +143,13 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
     });
 }
 
-
 // Prefill SGEMM, a BM x BM tile of BM*BM/64 threads (8x8 outputs each); K tiles double-buffered, one barrier a tile.
 template <int BM, int KT>
-__global__ void __launch_bounds__(256, 2) cmp_gemm_db(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, int fault,
-                                                              int skip) {
+__global__ void __launch_bounds__(256, 2)
+    cmp_gemm_db(dsf_cmp_layer L, dsf_cmp_batch b, float *ws, int fault, int skip) {
     enum { NT = BM * BM / 64, CPR = KT / 8, Q = 2 * BM * CPR / NT, WX = BM / 64, TILE = KT * BM };
-    static_assert(NT <= 256 && Q >= 1 && Q * NT == 2 * BM * CPR && BM * CPR % 32 == 0, "whole vectors, an operand a warp");
+    static_assert(NT <= 256 && Q >= 1 && Q * NT == 2 * BM * CPR && BM * CPR % 32 == 0,
+                  "whole vectors, an operand a warp");
     extern __shared__ __align__(16) float gsm[]; // [buffer][operand][KT][BM] staged K tiles, then Ts [64][NT]
     float *Ts = gsm + 4 * TILE;
     int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, per = D / DSF_CMP_SLICES / KT;
