@@ -24,7 +24,7 @@ __device__ __forceinline__ static void each_out(int64_t r0, int o0, int tx, int 
               o0 + (j < 4 ? tx * 4 + j : BN / 2 + tx * 4 + j - 4));
 }
 
-// One staged K tile into a thread's 8x8 chains: A rows [k][BM] and B columns [k][BN], two 4-wide halves of each.
+// One staged K tile into cmp_gemm_db's 8x8 chains: A rows [k][BM], B columns [k][BN], two 4-wide halves of each.
 template <int KT, int BM, int BN>
 __device__ __forceinline__ static void tile_fma(const float *As, const float *Bs, int ty, int tx, float (*acc)[8]) {
 #pragma unroll
@@ -127,7 +127,17 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
                     for (int v = 0; v < RB; v++) rb[v][u] = __ldg((const uint4 *)(pb[v] + kn + 8 * u));
                 }
             }
-            tile_fma<KT, BM, BN>(&As[0][0], &Bs[0][0], ty, tx, acc);
+#pragma unroll
+            for (int k = 0; k < KT; k++) { // in place, row-outer: through tile_fma this kernel compiled otherwise
+                float4 a0 = *(const float4 *)&As[k][ty * 4], a1 = *(const float4 *)&As[k][BM / 2 + ty * 4];
+                float4 b0 = *(const float4 *)&Bs[k][tx * 4], b1 = *(const float4 *)&Bs[k][BN / 2 + tx * 4];
+                float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                float w[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[i][j] = DSF_CMP_MADD(a[i], w[j], acc[i][j]);
+            }
             __syncthreads();
         }
         if (SL) {
