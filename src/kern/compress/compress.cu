@@ -301,6 +301,9 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         return dsf_fail(e, "compressor: %u entry slots in one segment exceed the grid's y dimension; split the call", ey);
     int tile = gemm_tile(g->p[1], O, b->rows, e), bm = gemm_rows(tile), bn = gemm_cols(tile);
     if (tile < 0) return -1;
+    if ((b->rows + bm - 1) / bm > 65535)
+        return dsf_fail(e, "compressor: %lld rows in one call exceed the SGEMM grid's 65535 row tiles of %d; split it",
+                        (long long)b->rows, bm);
     void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part};
     dim3 gg((unsigned)((O + bn - 1) / bn), (unsigned)((b->rows + bm - 1) / bm));
     if (launch(gemm_fn(tile, kt16, 0), gg, gemm_threads(tile), gemm_smem(g, tile, kt16), stream, gargs, "cmp_gemm", e))
