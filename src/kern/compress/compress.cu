@@ -192,23 +192,33 @@ static int gemm_smem(const dsf_geom *g, int tile, int kt16) {
     return own > decl ? own : decl;
 }
 
+// The current device and its SM count (cached per device).
+static int device_sms(int *dev, int *sms, dsf_err *e) {
+    static int cache[16];
+    DSF_CUDA_TRY(e, cudaGetDevice(dev));
+    if (*dev < 0 || *dev >= 16) return dsf_fail(e, "compressor: device %d", *dev);
+    if (!cache[*dev]) DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&cache[*dev], cudaDevAttrMultiProcessorCount, *dev));
+    *sms = cache[*dev];
+    return 0;
+}
+
+// The largest prefill tile a geometry can launch: tile 3 picks 2 or 1 (gemm_tile).
+static int tile_max(const dsf_geom *g) { return g->p[1] == 3 ? 2 : g->p[1]; }
+
 // Tile 3 picks by grid: 2 where its blocks give every SM 1.5 or more, else 1 (whose 4x more blocks spread further).
 static int gemm_tile(int tile, int O, int64_t rows, dsf_err *e) {
-    static int sms[16];
-    int dev = 0;
+    int dev = 0, sms = 0;
     if (tile != 3) return tile;
-    DSF_CUDA_TRY(e, cudaGetDevice(&dev));
-    if (dev < 0 || dev >= 16) return dsf_fail(e, "compressor: device %d", dev);
-    if (!sms[dev]) DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev));
+    if (device_sms(&dev, &sms, e)) return -1;
     int64_t blocks = (int64_t)((O + 127) / 128) * ((rows + 127) / 128);
-    return 2 * blocks >= 3 * (int64_t)sms[dev] ? 2 : 1;
+    return 2 * blocks >= 3 * (int64_t)sms ? 2 : 1;
 }
 
 // Blocks of cmp_fused the device holds at once (cached per device, threads and the staged instance's shared memory).
 static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     static int key[16][3], val[16], n;
     int dev = 0, per_sm = 0, sms = 0;
-    DSF_CUDA_TRY(e, cudaGetDevice(&dev));
+    if (device_sms(&dev, &sms, e)) return -1;
     for (int i = 0; i < n; i++)
         if (key[i][0] == dev && key[i][1] == threads && key[i][2] == smem) return *slots = val[i], 0;
     const void *fns[] = {(const void *)cmp_fused<0, 0>, (const void *)cmp_fused<1, 0>, (const void *)cmp_fused<0, 1>};
@@ -218,7 +228,6 @@ static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
         DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fns[f], threads, (size_t)fs));
         per_sm = f == 0 || per < per_sm ? per : per_sm;
     }
-    DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     *slots = per_sm * sms;
     if (n < 16) key[n][0] = dev, key[n][1] = threads, key[n][2] = smem, val[n++] = *slots;
     return 0;
@@ -264,10 +273,11 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         kb = kb < L->ik ? kb : L->ik;
         while (kb > 1 && b->rows * (1 + kb) > slots / 2) kb--;
         kb = kb > 1 ? kb : 0;
-        float *keys = pooled + pooled_rows(b->rows) * (size_t)L->d + DSF_CMP_SLICES * (size_t)(b->rows * O);
+        float *chains = pooled + pooled_rows(b->rows) * (size_t)L->d; // the sliced path's part, then the key blocks'
+        float *keys = chains + DSF_CMP_SLICES * (size_t)(b->rows * O);
         // Sliced (p[0] 3, or auto from DSF_CMP_SLICED_MIN_ROWS rows): the SGEMM a slice a block, then fold and emit.
         if (g->p[0] == 3 || (g->p[0] == 0 && b->rows >= DSF_CMP_SLICED_MIN_ROWS)) {
-            part = pooled + pooled_rows(b->rows) * (size_t)L->d;
+            part = chains;
             int tile = g->p[0] == 0 && b->rows <= 32 ? 0 : g->p[1] ? 1 : 0, bm = gemm_rows(tile); // sliced: 0 or 1
             int gv = (g->p[0] == 0 ? DSF_CMP_SGEMV_ROWS : g->p[3]) >= b->rows && L->dim / DSF_CMP_SLICES <= SG_MAX_S;
             void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part}, *vargs[] = {&l, &bb, &part};
@@ -292,12 +302,12 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     int cg = L->ratio == 1 ? L->d : max(pool_chunk(span), 32), groups = (L->d + cg - 1) / cg;
     int split = groups > 1 || span > EW_TOK; // cmp_emit_w's warps hold at most EW_TOK tokens each
     // Entries a block of EW warps (geometry p[2], else by count: up to EW share wk's reads, 4 where there is no key).
-    unsigned ew = g->p[2]          ? (unsigned)g->p[2]
-                  : ey >= 8 * 128 ? (L->ik ? 8 : 4)
-                  : ey >= 4 * 128 ? 4
-                  : ey >= 2 * 128 ? 2
-                                  : 1;
-    if ((split ? ey : (ey + ew - 1) / ew) > 65535)
+    int ew = g->p[2]          ? g->p[2]
+             : ey >= 8 * 128 ? (L->ik ? 8 : 4)
+             : ey >= 4 * 128 ? 4
+             : ey >= 2 * 128 ? 2
+                             : 1;
+    if ((split ? ey : (ey + ew - 1) / (unsigned)ew) > 65535)
         return dsf_fail(e, "compressor: %u entry slots in one segment exceed the grid's y dimension; split the call", ey);
     int tile = gemm_tile(g->p[1], O, b->rows, e), bm = gemm_rows(tile), bn = gemm_cols(tile);
     if (tile < 0) return -1;
@@ -312,10 +322,9 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
     if (split && launch((const void *)cmp_pool, dim3((unsigned)b->n_seg, ey, (unsigned)groups), g->threads, 0, stream,
                         pargs, "cmp_pool", e))
         return -1;
-    int ewi = (int)ew;
-    void *eargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &split, &ewi};
-    if (launch((const void *)cmp_emit_w, dim3((unsigned)b->n_seg, (ey + ew - 1) / ew), 32 * EW, 0, stream, eargs,
-               "cmp_emit_w", e))
+    void *eargs[] = {&l, &bb, &ws, &pooled, &fault, &wide, &split, &ew};
+    dim3 eg((unsigned)b->n_seg, (ey + ew - 1) / (unsigned)ew);
+    if (launch((const void *)cmp_emit_w, eg, 32 * EW, 0, stream, eargs, "cmp_emit_w", e))
         return -1;
     if (L->ratio == 1) return 0;
     void *rargs[] = {&l, &bb, &ws};
@@ -337,7 +346,7 @@ extern "C" int dsf_cmp_ring_reset_cuda(void *stream, const dsf_cmp_layer *L, flo
 
 // The function a geometry launches first for calls the fused path can serve (the tiled SGEMM for tiled geometries).
 static const void *main_fn(const dsf_geom *g) {
-    if (g->p[0] == 2) return gemm_fn(g->p[1] == 3 ? 2 : g->p[1], 1, 0);
+    if (g->p[0] == 2) return gemm_fn(tile_max(g), 1, 0);
     if (g->p[0] == 3) return (const void *)cmp_fused<1, 0>;
     return g->dyn_smem ? (const void *)cmp_fused<0, 1> : (const void *)cmp_fused<0, 0>;
 }
@@ -351,7 +360,7 @@ extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *
 // The functions a geometry can launch besides the one dsf_cmp_cuda_attrs reads, each with its block and shared memory.
 extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
     if (geom_check(g, e)) return -1;
-    int sl = g->p[0] == 0 || g->p[0] == 3, t = g->p[1] == 3 ? 2 : g->p[1], ts = t ? 1 : 0;
+    int sl = g->p[0] == 0 || g->p[0] == 3, t = tile_max(g), ts = t ? 1 : 0;
     int t2 = g->p[1] == 3 ? 1 : -1; // tile 3's other choice
     const void *mf = main_fn(g); // checked at g->threads and dyn_smem (dsf_cmp_cuda_attrs); listed if launched above
     // Both GEMM K tiles (sliced or not; auto: 32 rows), the sliced GEMV and fold, pooling, emission, ring rows, reset.
