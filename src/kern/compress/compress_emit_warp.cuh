@@ -108,25 +108,26 @@ __device__ static void entry_setup(const dsf_cmp_layer &L, const dsf_cmp_batch &
     if (lane == 0) sm.row[w] = row, sm.n[w] = n;
 }
 
-// The block's threads pool the channels of its ew entries (cmp_pool's values when split); up to 8 tokens, two at once.
+// The block's threads pool its ew entries' channels as one range (cmp_pool's values when split); <= 8 tokens: 2 a time.
 __device__ static void pool_entries(const dsf_cmp_layer &L, const float *pooled, int ew, int wide, int split,
                                     emitw_smem &sm) {
     int d = L.d, C = dsf_cmp_channels_dev(L), bd = blockDim.x;
-    for (int e = 0; e < ew; e++) {
+    for (int i = threadIdx.x; i < ew * d; i += bd) {
+        int e = i / d, c = i % d;
         if (sm.j[e] < 0) continue;
+        int n = sm.n[e];
         const dsf_cmp_tok *tok = sm.u.e.tok[e];
         float *v = sm.u.e.v[e];
-        int n = sm.n[e], two = !split && L.ratio > 1 && n <= 8;
-        for (int c = threadIdx.x; two && c < d; c += 2 * bd) { // channels c and c + bd, every load in flight together
+        if (!split && L.ratio > 1 && n <= 8 && c + bd < d) { // this thread's next channel, c + bd, is the same entry's
             float o[2];
             pool_lane<8, 2>(tok, n, C, c, bd, d, wide, o);
-            v[c] = dsf_bf16_round(o[0]);
-            if (c + bd < d) v[c + bd] = dsf_bf16_round(o[1]);
+            v[c] = dsf_bf16_round(o[0]), v[c + bd] = dsf_bf16_round(o[1]);
+            i += bd;
+            continue;
         }
-        for (int c = threadIdx.x; !two && c < d; c += bd)
-            v[c] = split          ? __ldcg(pooled + sm.row[e] * d + c)
-                   : L.ratio == 1 ? dsf_bf16_round(__ldcg(tok[0].row + c))
-                                  : dsf_bf16_round(pool_one(tok, n, C, c, wide));
+        v[c] = split          ? __ldcg(pooled + sm.row[e] * d + c)
+               : L.ratio == 1 ? dsf_bf16_round(__ldcg(tok[0].row + c))
+                              : dsf_bf16_round(pool_one(tok, n, C, c, wide));
     }
 }
 
