@@ -34,9 +34,12 @@ __device__ __forceinline__ static void tile_fma(const float *As, const float *Bs
         float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
         float w[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-        for (int j = 0; j < 8; j++) // j outer: the order of the 64 chains that issued faster (perf.md)
+        for (int j = 0; j < 8; j++) // j outer, i back and forth: each fma shares an operand with the one before
 #pragma unroll
-            for (int i = 0; i < 8; i++) acc[i][j] = DSF_CMP_MADD(a[i], w[j], acc[i][j]);
+            for (int h = 0; h < 8; h++) {
+                int i = j & 1 ? 7 - h : h;
+                acc[i][j] = DSF_CMP_MADD(a[i], w[j], acc[i][j]);
+            }
     }
 }
 
@@ -128,7 +131,7 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
                 }
             }
 #pragma unroll
-            for (int k = 0; k < KT; k++) { // in place, row-outer: through tile_fma this kernel compiled otherwise
+            for (int k = 0; k < KT; k++) { // in place (through tile_fma it compiled slower); i outer, j back and forth
                 float4 a0 = *(const float4 *)&As[k][ty * 4], a1 = *(const float4 *)&As[k][BM / 2 + ty * 4];
                 float4 b0 = *(const float4 *)&Bs[k][tx * 4], b1 = *(const float4 *)&Bs[k][BN / 2 + tx * 4];
                 float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
@@ -136,7 +139,10 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
 #pragma unroll
                 for (int i = 0; i < 8; i++)
 #pragma unroll
-                    for (int j = 0; j < 8; j++) acc[i][j] = DSF_CMP_MADD(a[i], w[j], acc[i][j]);
+                    for (int h = 0; h < 8; h++) {
+                        int j = i & 1 ? 7 - h : h;
+                        acc[i][j] = DSF_CMP_MADD(a[i], w[j], acc[i][j]);
+                    }
             }
             __syncthreads();
         }
