@@ -136,13 +136,20 @@ __global__ void __launch_bounds__(256) cmp_pool(dsf_cmp_layer L, dsf_cmp_batch b
     pool_range(L, c0, c1, wide, pooled + row * L.d + c0, 0, sm);
 }
 
-// Prefill ring rows, block (s, i): row i of segment s's last cap rows (positions), after the emissions read the ring.
-__global__ void cmp_ring_rows(dsf_cmp_layer L, dsf_cmp_batch b, const float *ws) {
-    int s = blockIdx.x, C2 = 2 * dsf_cmp_channels_dev(L);
+enum { RING_PER = 4 }; // values a thread of cmp_ring_rows copies, all loads before the stores
+
+// Prefill ring rows, block (s, i, z): part z of row i of segment s's last cap rows, after the emissions read the ring.
+__global__ void cmp_ring_rows(dsf_cmp_layer L, dsf_cmp_batch b, const float *__restrict__ ws) {
+    int s = blockIdx.x, C2 = 2 * dsf_cmp_channels_dev(L), c0 = blockIdx.z * blockDim.x * RING_PER + threadIdx.x;
     int64_t row = (int64_t)b.row0[s + 1] - L.cap + (int64_t)blockIdx.y;
     if (row < b.row0[s]) return;
     int64_t p = b.pos[s] + (row - b.row0[s]);
-    for (int c = threadIdx.x; c < C2; c += blockDim.x) b.ring[s][(size_t)(p & (L.cap - 1)) * C2 + c] = ws[row * C2 + c];
+    float v[RING_PER], *dst = b.ring[s] + (size_t)(p & (L.cap - 1)) * C2;
+#pragma unroll
+    for (int k = 0; k < RING_PER; k++) v[k] = c0 + k * (int)blockDim.x < C2 ? ws[row * C2 + c0 + k * blockDim.x] : 0.0f;
+#pragma unroll
+    for (int k = 0; k < RING_PER; k++)
+        if (c0 + k * (int)blockDim.x < C2) dst[c0 + k * blockDim.x] = v[k];
 }
 
 __global__ void cmp_ring_reset(float *ring, int cap, int C) {
@@ -328,7 +335,8 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         return -1;
     if (L->ratio == 1) return 0;
     void *rargs[] = {&l, &bb, &ws};
-    return launch((const void *)cmp_ring_rows, dim3((unsigned)b->n_seg, (unsigned)L->cap), 256, 0, stream, rargs,
+    unsigned rz = (unsigned)((2 * dsf_cmp_channels(L) + 256 * RING_PER - 1) / (256 * RING_PER));
+    return launch((const void *)cmp_ring_rows, dim3((unsigned)b->n_seg, (unsigned)L->cap, rz), 256, 0, stream, rargs,
                   "cmp_ring_rows", e);
 }
 
