@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(256) cmp_pool(dsf_cmp_layer L, dsf_cmp_batch b
     pool_range(L, c0, c1, wide, pooled + row * L.d + c0, 0, sm);
 }
 
-enum { RING_PER = 4 }; // values a thread of cmp_ring_rows copies, all loads before the stores
+enum { RING_PER = 4, RING_THREADS = 256 }; // cmp_ring_rows: values a thread copies (loads before stores), threads
 
 // Prefill ring rows, block (s, i, z): part z of row i of segment s's last cap rows, after the emissions read the ring.
 __global__ void cmp_ring_rows(dsf_cmp_layer L, dsf_cmp_batch b, const float *__restrict__ ws) {
@@ -335,9 +335,9 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         return -1;
     if (L->ratio == 1) return 0;
     void *rargs[] = {&l, &bb, &ws};
-    unsigned rz = (unsigned)((2 * dsf_cmp_channels(L) + 256 * RING_PER - 1) / (256 * RING_PER));
-    return launch((const void *)cmp_ring_rows, dim3((unsigned)b->n_seg, (unsigned)L->cap, rz), 256, 0, stream, rargs,
-                  "cmp_ring_rows", e);
+    unsigned rz = (unsigned)((2 * dsf_cmp_channels(L) + RING_THREADS * RING_PER - 1) / (RING_THREADS * RING_PER));
+    return launch((const void *)cmp_ring_rows, dim3((unsigned)b->n_seg, (unsigned)L->cap, rz), RING_THREADS, 0, stream,
+                  rargs, "cmp_ring_rows", e);
 }
 
 extern "C" int dsf_cmp_run_cuda(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b,
@@ -388,7 +388,7 @@ extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch 
                {"cmp_fused_gemv", g->p[0] < 2 ? (const void *)cmp_fused<0, 0> : NULL, g->threads, 0},
                {"cmp_pool", (const void *)cmp_pool, g->threads, 0},
                {"cmp_emit_w", (const void *)cmp_emit_w, 32 * EW, 0},
-               {"cmp_ring_rows", (const void *)cmp_ring_rows, 256, 0},
+               {"cmp_ring_rows", (const void *)cmp_ring_rows, RING_THREADS, 0},
                {"cmp_ring_reset", (const void *)cmp_ring_reset, 256, 0}};
     int n = 0;
     for (int i = 0; i < (int)(sizeof all / sizeof all[0]); i++) {

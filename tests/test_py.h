@@ -1,0 +1,26 @@
+#ifndef DSF_TEST_PY_H
+#define DSF_TEST_PY_H
+// Shared by the tests that run a Python script of tests/ under ctest.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+// Runs python3 on tests/<script> and asserts it exits 0; the repository root is two levels above this header.
+static void test_py_script(const char *script) {
+    char root[4096], cmd[8400];
+    snprintf(root, sizeof root, "%s", __FILE__); // CMake compiles by absolute path, so __FILE__ is absolute here
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(root, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(root, sizeof root, ".");
+    }
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/%s'", root, script);
+    int rc = system(cmd);
+    TEST_ASSERT_MSG(rc == 0, "%s exited with status %d", cmd, rc);
+}
+
+#endif
