@@ -47,7 +47,8 @@ def main():
     ap.add_argument("new", help="the bench_compress binary under test")
     ap.add_argument("--pairs", type=int, default=3, help="base/new pairs (default 3)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds a run may take (default 300)")
-    ap.add_argument("args", nargs="*", help="bench_compress's own arguments (VARIANT PATH TILE ROWS GEMV KEY_BLOCKS)")
+    ap.add_argument("args", nargs="*",
+                    help="bench_compress's own arguments (VARIANT PATH TILE ROWS GEMV_ROWS KEY_BLOCKS ENTRIES)")
     a = ap.parse_intermixed_args()
     if a.pairs < 1:
         ap.error("--pairs must be at least 1")
