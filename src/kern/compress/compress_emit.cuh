@@ -143,13 +143,13 @@ __device__ static void finish_dev(Team tm, float *v, float *qs, int n, const flo
 }
 
 // finish_dev's steps in one pass, 2 values a thread, BLK/2 threads a QDQ block (n: a multiple of 64, compress.c).
-template <int BLK>
-__device__ static void finish_blocks(const float *v, int n, float inv, const uint16_t *nw, float *lat, const float2 *cs,
-                                     int kind, int fault, uint16_t *out) {
+template <int BLK, class Team>
+__device__ static void finish_blocks(Team tm, const float *v, int n, float inv, const uint16_t *nw, float *lat,
+                                     const float2 *cs, int kind, int fault, uint16_t *out) {
     enum { LPB = BLK / 2 };
     int qn = kind == 0 ? n - DSF_CMP_ROPE_DIM : n, r0 = n - DSF_CMP_ROPE_DIM;
     unsigned grp = (LPB == 32 ? 0xFFFFFFFFu : (1u << LPB) - 1) << (threadIdx.x & 31 & ~(LPB - 1));
-    for (int c = 2 * threadIdx.x; c < n; c += 2 * blockDim.x) {
+    for (int c = 2 * tm.t(); c < n; c += 2 * tm.nt()) {
         float2 f = *(const float2 *)(v + c);
         float r[2] = {dsf_cmp_norm_elem(f.x, inv, nw[c]), dsf_cmp_norm_elem(f.y, inv, nw[c + 1])};
         if (lat) *(float2 *)(lat + c) = make_float2(r[0], r[1]);
@@ -379,8 +379,8 @@ __device__ static void emit_entry(const dsf_cmp_layer &L, int fault, emit_smem &
     uint16_t *out = sm.kvo;
     team_inv_rms(cmp_block(), v, n, L.eps, sm.sl, &sm.inv);
     if (kind != 1) { // no Hadamard: one pass, a step a QDQ block (kind 0: 64 values, kind 2: 16)
-        if (kind == 2) finish_blocks<16>(v, n, sm.inv, sm.nw, sm.lat, sm.cs, kind, fault, out);
-        else finish_blocks<64>(v, n, sm.inv, sm.nw, sm.lat, sm.cs, kind, fault, out);
+        if (kind == 2) finish_blocks<16>(cmp_block(), v, n, sm.inv, sm.nw, sm.lat, sm.cs, kind, fault, out);
+        else finish_blocks<64>(cmp_block(), v, n, sm.inv, sm.nw, sm.lat, sm.cs, kind, fault, out);
         __syncthreads();
         return;
     }
@@ -416,7 +416,7 @@ __device__ __noinline__ static void row_key(const uint16_t *wk, int d, int ik, f
         __syncthreads();
     }
     team_inv_rms(cmp_block(), sm.k, ik, eps, sm.sl, &sm.inv);
-    finish_blocks<32>(sm.k, ik, sm.inv, sm.knw, NULL, sm.kcs, 1, fault, sm.iko);
+    finish_blocks<32>(cmp_block(), sm.k, ik, sm.inv, sm.knw, NULL, sm.kcs, 1, fault, sm.iko);
     __syncthreads();
 }
 

@@ -50,15 +50,21 @@ __device__ static void warp_finish(const dsf_cmp_layer &L, float *v, int n, cons
                                    int64_t pos, int kind, int had, int fault, uint16_t *out, emitw_smem &sm) {
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, S = n / DSF_CMP_SLICES;
     team_inv_rms(cmp_warp(), v, n, L.eps, sm.sl[w], &sm.inv[w]);
-    for (int c = lane; c < n; c += 32) {
-        v[c] = dsf_cmp_norm_elem(v[c], sm.inv[w], nw[c]);
-        if (lat) lat[c / S][xpos(c / S, c % S)] = v[c];
-    }
-    __syncwarp();
     static_assert(DSF_CMP_ROPE_DIM / 2 == 32, "a lane computes one RoPE pair's cosine and sine");
     float a = dsf_cmp_rope_angle(pos, L.freq[lane]);
     sm.cs[w][lane] = make_float2(cosf(a), sinf(a));
+    for (int c = lane; c < n; c += 32) {
+        float x = dsf_cmp_norm_elem(v[c], sm.inv[w], nw[c]);
+        if (lat) lat[c / S][xpos(c / S, c % S)] = x;
+        if (had) v[c] = x;
+    }
     __syncwarp();
+    if (!had) { // one pass of 64 values, as the decode's emitter: a QDQ block's amax by shuffles, not one lane's loop
+        if (kind == 0) finish_blocks<64>(cmp_warp(), v, n, sm.inv[w], nw, NULL, sm.cs[w], kind, fault, out);
+        else if (kind == 1) finish_blocks<32>(cmp_warp(), v, n, sm.inv[w], nw, NULL, sm.cs[w], kind, fault, out);
+        else finish_blocks<16>(cmp_warp(), v, n, sm.inv[w], nw, NULL, sm.cs[w], kind, fault, out);
+        return;
+    }
     finish_dev(cmp_warp(), v, sm.qs[w], n, sm.cs[w], kind, dsf_cmp_quant_blk(kind), had, fault);
     for (int c = lane; c < n; c += 32) out[c] = dsf_bf16_from_f32(v[c]);
 }
