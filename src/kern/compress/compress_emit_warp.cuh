@@ -53,7 +53,7 @@ __device__ static void warp_finish(const dsf_cmp_layer &L, float *v, int n, cons
     static_assert(DSF_CMP_ROPE_DIM / 2 == 32, "a lane computes one RoPE pair's cosine and sine");
     float a = dsf_cmp_rope_angle(pos, L.freq[lane]);
     sm.cs[w][lane] = make_float2(cosf(a), sinf(a));
-    for (int c = lane; c < n; c += 32) {
+    for (int c = lane; (lat || had) && c < n; c += 32) { // the latent's copy, or the Hadamard's input, else nothing
         float x = dsf_cmp_norm_elem(v[c], sm.inv[w], nw[c]);
         if (lat) lat[c / S][xpos(c / S, c % S)] = x;
         if (had) v[c] = x;
