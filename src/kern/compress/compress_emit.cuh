@@ -142,13 +142,13 @@ __device__ static void finish_dev(Team tm, float *v, float *qs, int n, const flo
     tm.sync();
 }
 
-// finish_dev's steps in one pass, 2 values a thread, BLK/2 threads a QDQ block (n: a multiple of 64, compress.c).
+// finish_dev's steps in one pass, 2 values a thread, BLK/2 lanes a QDQ block (n: a multiple of 64; whole warps a team).
 template <int BLK, class Team>
 __device__ static void finish_blocks(Team tm, const float *v, int n, float inv, const uint16_t *nw, float *lat,
                                      const float2 *cs, int kind, int fault, uint16_t *out) {
     enum { LPB = BLK / 2 };
     int qn = kind == 0 ? n - DSF_CMP_ROPE_DIM : n, r0 = n - DSF_CMP_ROPE_DIM;
-    unsigned grp = (LPB == 32 ? 0xFFFFFFFFu : (1u << LPB) - 1) << (threadIdx.x & 31 & ~(LPB - 1));
+    unsigned grp = (LPB == 32 ? 0xFFFFFFFFu : (1u << LPB) - 1) << (tm.t() & 31 & ~(LPB - 1));
     for (int c = 2 * tm.t(); c < n; c += 2 * tm.nt()) {
         float2 f = *(const float2 *)(v + c);
         float r[2] = {dsf_cmp_norm_elem(f.x, inv, nw[c]), dsf_cmp_norm_elem(f.y, inv, nw[c + 1])};

@@ -59,7 +59,7 @@ __device__ static void warp_finish(const dsf_cmp_layer &L, float *v, int n, cons
         if (had) v[c] = x;
     }
     __syncwarp();
-    if (!had) { // one pass of 64 values, as the decode's emitter: a QDQ block's amax by shuffles, not one lane's loop
+    if (!had) { // finish_blocks, the decode's code: 64 values a step, a QDQ block's amax by xor shuffles
         if (kind == 0) finish_blocks<64>(cmp_warp(), v, n, sm.inv[w], nw, NULL, sm.cs[w], kind, fault, out);
         else if (kind == 1) finish_blocks<32>(cmp_warp(), v, n, sm.inv[w], nw, NULL, sm.cs[w], kind, fault, out);
         else finish_blocks<16>(cmp_warp(), v, n, sm.inv[w], nw, NULL, sm.cs[w], kind, fault, out);
