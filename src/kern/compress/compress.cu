@@ -44,6 +44,7 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, S = D / DSF_CMP_SLICES;
     int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, o = blockIdx.x * nw + warp;
     int64_t ro = b.rows * O;
+    if (FOLD) pdl_wait(); // the sliced path: its GEMM's grid ends first (launch_p)
     int G = FOLD ? (int)((ro + blockDim.x - 1) / blockDim.x) : (O + nw - 1) / nw, ne = (int)b.rows * pc;
     if ((int)blockIdx.x < G) {
         int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -199,15 +200,18 @@ static int gemm_smem(const dsf_geom *g, int tile, int kt16) {
     return own > decl ? own : decl;
 }
 
-// The current device and its SM count (cached per device).
-static int device_sms(int *dev, int *sms, dsf_err *e) {
-    static int cache[16];
+// The current device and an attribute of it: 0 SM count, 1 compute capability major (cached per device).
+static int device_attr(int which, int *dev, int *val, dsf_err *e) {
+    static int cache[2][16];
     DSF_CUDA_TRY(e, cudaGetDevice(dev));
     if (*dev < 0 || *dev >= 16) return dsf_fail(e, "compressor: device %d", *dev);
-    if (!cache[*dev]) DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&cache[*dev], cudaDevAttrMultiProcessorCount, *dev));
-    *sms = cache[*dev];
+    cudaDeviceAttr a = which ? cudaDevAttrComputeCapabilityMajor : cudaDevAttrMultiProcessorCount;
+    if (!cache[which][*dev]) DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&cache[which][*dev], a, *dev));
+    *val = cache[which][*dev];
     return 0;
 }
+
+static int device_sms(int *dev, int *sms, dsf_err *e) { return device_attr(0, dev, sms, e); }
 
 // The largest prefill tile a geometry can launch: tile 3 picks 2 or 1 (gemm_tile).
 static int tile_max(const dsf_geom *g) { return g->p[1] == 3 ? 2 : g->p[1]; }
@@ -240,12 +244,28 @@ static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     return 0;
 }
 
-static int launch(const void *fn, dim3 grid, int threads, int smem, void *stream, void **args, const char *what,
-                  dsf_err *e) {
+// One launch; pdl: a later kernel of the call, launched early on sm_90 on (pdl_wait holds its blocks; see pdl_launch).
+static int launch_p(const void *fn, dim3 grid, int threads, int smem, void *stream, void **args, const char *what,
+                    int pdl, dsf_err *e) {
     if (dsf_cuda_smem_limit(fn, smem, what, e)) return -1;
-    DSF_CUDA_TRY(e, cudaLaunchKernel(fn, grid, dim3((unsigned)threads), args, (size_t)smem, (cudaStream_t)stream));
+    int dev = 0, major = 0;
+    if (pdl && device_attr(1, &dev, &major, e)) return -1;
+    if (major < 9) {
+        DSF_CUDA_TRY(e, cudaLaunchKernel(fn, grid, dim3((unsigned)threads), args, (size_t)smem, (cudaStream_t)stream));
+    } else {
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cf = {grid, dim3((unsigned)threads), (size_t)smem, (cudaStream_t)stream, at, 1};
+        DSF_CUDA_TRY(e, cudaLaunchKernelExC(&cf, fn, args));
+    }
     DSF_CUDA_LAUNCHED(e, what);
     return 0;
+}
+
+static int launch(const void *fn, dim3 grid, int threads, int smem, void *stream, void **args, const char *what,
+                  dsf_err *e) {
+    return launch_p(fn, grid, threads, smem, stream, args, what, 0, e);
 }
 
 extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b,
@@ -301,7 +321,7 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
                                  : (const void *)cmp_fused<0, 0>;
         void *args[] = {&l, &bb, &ws, &pooled, &counter, &fault, &wide, &skip, &pc, &part, &kb, &keys};
         dim3 fg((unsigned)(grid + ne + (int)b->rows * kb));
-        return launch(fn, fg, nt, stage ? sb : 0, stream, args, "cmp_fused", e);
+        return launch_p(fn, fg, nt, stage ? sb : 0, stream, args, "cmp_fused", part != NULL, e);
     }
     if (L->cap > 65535) return dsf_fail(e, "compressor: a ring of %d rows exceeds the grid's y dimension", L->cap);
     // Entries of more staged chunks than one (128 tokens: 32 channels a chunk) are pooled by a block a chunk first.

@@ -52,6 +52,20 @@ __device__ static const float *row_of(const dsf_cmp_layer &L, const dsf_cmp_batc
     return b.ring[s] + (size_t)(q & (L.cap - 1)) * 2 * dsf_cmp_channels_dev(L);
 }
 
+// Programmatic dependent launch (sm_90 on): waits for the grid before this one; a no-op for a plain launch (launch_p).
+__device__ __forceinline__ static void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Lets the next grid of the call launch (its blocks wait in pdl_wait until this grid has ended), once every block has.
+__device__ __forceinline__ static void pdl_launch() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
 // The threads that run a finishing step together: the whole block (decode), or one warp (prefill, cmp_emit_w).
 struct cmp_block {
     __device__ int t() const { return threadIdx.x; }

@@ -64,6 +64,7 @@ __global__ void __launch_bounds__(256, 2) cmp_gemm(dsf_cmp_layer L, dsf_cmp_batc
                                                    float *part) {
     enum { NT = BM * BN / 64, CPR = KT / 8, RA = BM / NT, RB = BN / NT };
     static_assert(BM % NT == 0 && BN % NT == 0, "each thread stages whole rows of both operands");
+    if (SL) pdl_launch(); // the sliced path's cmp_fused may launch
     __shared__ __align__(16) float As[KT][BM];
     __shared__ __align__(16) float Bs[KT][BN];
     __shared__ float Ts[64][NT];

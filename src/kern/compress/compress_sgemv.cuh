@@ -15,6 +15,7 @@ __global__ void __launch_bounds__(64) cmp_sgemv(dsf_cmp_layer L, dsf_cmp_batch b
     int nr = b.rows - r0 < SR ? (int)(b.rows - r0) : SR;
     const uint16_t *w = dsf_cmp_proj_row(L, oc, C, D) + (size_t)sl * S;
     uint4 cur[SG_CH], nxt[SG_CH];
+    pdl_launch();
     load_vecs<SG_CH>(w, 0, S, cur);
     for (int i = threadIdx.x; i < SR * nv; i += blockDim.x) {
         int r = i / nv, u = i % nv;
