@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(256, 2) cmp_fused(dsf_cmp_layer L, dsf_cmp_bat
     int O = dsf_cmp_proj_outputs_dev(L), C = dsf_cmp_channels_dev(L), D = L.dim, S = D / DSF_CMP_SLICES;
     int nw = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, o = blockIdx.x * nw + warp;
     int64_t ro = b.rows * O;
-    if (FOLD) pdl_wait(); // the sliced path: its GEMM's grid ends first (launch_p)
+    if (FOLD) pdl_wait(); // the sliced path: its projection's grid ends first (launch_p)
     int G = FOLD ? (int)((ro + blockDim.x - 1) / blockDim.x) : (O + nw - 1) / nw, ne = (int)b.rows * pc;
     if ((int)blockIdx.x < G) {
         int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -244,13 +244,28 @@ static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     return 0;
 }
 
+// 1 where fn's PTX targets sm_90 or later, so that pdl_wait is in it (cached for a few functions), else 0; -1 error.
+static int pdl_built(const void *fn, dsf_err *e) {
+    static const void *key[8];
+    static int val[8], n;
+    for (int i = 0; i < n; i++)
+        if (key[i] == fn) return val[i];
+    cudaFuncAttributes fa;
+    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&fa, fn));
+    int ok = fa.ptxVersion >= 90;
+    if (n < 8) key[n] = fn, val[n++] = ok;
+    return ok;
+}
+
 // One launch; pdl: a later kernel of the call, launched early on sm_90 on (pdl_wait holds its blocks; see pdl_launch).
 static int launch_p(const void *fn, dim3 grid, int threads, int smem, void *stream, void **args, const char *what,
                     int pdl, dsf_err *e) {
     if (dsf_cuda_smem_limit(fn, smem, what, e)) return -1;
     int dev = 0, major = 0;
     if (pdl && device_attr(1, &dev, &major, e)) return -1;
-    if (major < 9) {
+    int built = major >= 9 ? pdl_built(fn, e) : 0; // an image JIT-compiled from older PTX has no pdl_wait
+    if (built < 0) return -1;
+    if (!built) {
         DSF_CUDA_TRY(e, cudaLaunchKernel(fn, grid, dim3((unsigned)threads), args, (size_t)smem, (cudaStream_t)stream));
     } else {
         cudaLaunchAttribute at[1];
