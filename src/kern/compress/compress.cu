@@ -200,18 +200,15 @@ static int gemm_smem(const dsf_geom *g, int tile, int kt16) {
     return own > decl ? own : decl;
 }
 
-// The current device and an attribute of it: 0 SM count, 1 compute capability major (cached per device).
-static int device_attr(int which, int *dev, int *val, dsf_err *e) {
-    static int cache[2][16];
+// The current device and its SM count (cached per device).
+static int device_sms(int *dev, int *sms, dsf_err *e) {
+    static int cache[16];
     DSF_CUDA_TRY(e, cudaGetDevice(dev));
     if (*dev < 0 || *dev >= 16) return dsf_fail(e, "compressor: device %d", *dev);
-    cudaDeviceAttr a = which ? cudaDevAttrComputeCapabilityMajor : cudaDevAttrMultiProcessorCount;
-    if (!cache[which][*dev]) DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&cache[which][*dev], a, *dev));
-    *val = cache[which][*dev];
+    if (!cache[*dev]) DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&cache[*dev], cudaDevAttrMultiProcessorCount, *dev));
+    *sms = cache[*dev];
     return 0;
 }
-
-static int device_sms(int *dev, int *sms, dsf_err *e) { return device_attr(0, dev, sms, e); }
 
 // The largest prefill tile a geometry can launch: tile 3 picks 2 or 1 (gemm_tile).
 static int tile_max(const dsf_geom *g) { return g->p[1] == 3 ? 2 : g->p[1]; }
@@ -244,28 +241,13 @@ static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     return 0;
 }
 
-// 1 where fn's PTX targets sm_90 or later, so that pdl_wait is in it (cached for a few functions), else 0; -1 error.
-static int pdl_built(const void *fn, dsf_err *e) {
-    static const void *key[8];
-    static int val[8], n;
-    for (int i = 0; i < n; i++)
-        if (key[i] == fn) return val[i];
-    cudaFuncAttributes fa;
-    DSF_CUDA_TRY(e, cudaFuncGetAttributes(&fa, fn));
-    int ok = fa.ptxVersion >= 90;
-    if (n < 8) key[n] = fn, val[n++] = ok;
-    return ok;
-}
-
 // One launch; pdl: a later kernel of the call, launched early on sm_90 on (pdl_wait holds its blocks; see pdl_launch).
 static int launch_p(const void *fn, dim3 grid, int threads, int smem, void *stream, void **args, const char *what,
                     int pdl, dsf_err *e) {
     if (dsf_cuda_smem_limit(fn, smem, what, e)) return -1;
-    int dev = 0, major = 0;
-    if (pdl && device_attr(1, &dev, &major, e)) return -1;
-    int built = major >= 9 ? pdl_built(fn, e) : 0; // an image JIT-compiled from older PTX has no pdl_wait
-    if (built < 0) return -1;
-    if (!built) {
+    int early = pdl ? dsf_cuda_pdl_ok(fn, e) : 0;
+    if (early < 0) return -1;
+    if (!early) {
         DSF_CUDA_TRY(e, cudaLaunchKernel(fn, grid, dim3((unsigned)threads), args, (size_t)smem, (cudaStream_t)stream));
     } else {
         cudaLaunchAttribute at[1];
