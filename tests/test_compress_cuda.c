@@ -102,19 +102,32 @@ static void test_misaligned(void) {
     sim_test_misaligned(DSF_BACKEND_CUDA, &small[4], &geoms[1]);
 }
 
-// Tile 3 picks by grid: tile 2 for a whole prompt of 1800 V4 ratio-4 rows in one call (240 blocks), tile 1 for chunks.
+// Tile 3 picks by grid: tile 2 for a whole V4 ratio-4 prompt in one call (1800 rows or more), tile 1 for its chunks.
 static void test_tile_by_grid(void) {
-    static const sim_variant v = {"v4_r4_1800", 4, 1, DSF_CMP_Q_FP8_NOPE, 0, 4096, 512, 1800};
+    static const sim_variant v = {"v4_r4", 4, 1, DSF_CMP_Q_FP8_NOPE, 0, 4096, 512, 1800};
+    const dsf_geom *g = &geoms[9];
     sim s;
-    sim_init(&s, DSF_BACKEND_CUDA, v.ratio, v.overlap, v.q, v.v41, v.D, v.d, v.T, 1, 13);
+    dsf_err e;
+    int64_t T = v.T;
+    int big = -1, chunk = 300, small = -1;
+    for (;; T *= 2) { // more rows where the device has so many SMs that 1800 rows stay on tile 1
+        sim_init(&s, DSF_BACKEND_CUDA, v.ratio, v.overlap, v.q, v.v41, v.D, v.d, T, 1, 13);
+        big = dsf_cmp_cuda_prefill_tile(g, &s.L, T, &e);
+        if (big != 1 || T >= 8 * v.T) break;
+        sim_free(&s);
+    }
+    for (; chunk > 1 && (small = dsf_cmp_cuda_prefill_tile(g, &s.L, chunk, &e)) == 2; chunk /= 2) {
+    }
+    TEST_ASSERT_MSG(big == 2 && small == 1, "%s: tile %d for one call of %lld rows, %d for chunks of up to %d (%s)",
+                    v.name, big, (long long)T, small, chunk, big < 0 || small < 0 ? e.msg : "want 2 and 1");
     sim_stream a, b;
     sim_stream_new(&s, &a), sim_stream_new(&s, &b);
     sim_stream *one[1] = {&a};
-    int which = 0, len = (int)v.T;
+    int which = 0, len = (int)T;
     int64_t p = 0;
     uint64_t rng = dsf_rng_seed(13, v.name, 0);
-    TEST_ASSERT(sim_call(&s, 1, one, &which, &p, &len, NULL, &geoms[9]) == 0);
-    TEST_ASSERT(sim_feed(&s, &b, 0, 0, v.T, 300, &rng, &geoms[9]) == 0);
+    TEST_ASSERT(sim_call(&s, 1, one, &which, &p, &len, NULL, g) == 0);
+    TEST_ASSERT(sim_feed(&s, &b, 0, 0, T, chunk, &rng, g) == 0);
     sim_snap x = sim_snapshot(&s, &a), y = sim_snapshot(&s, &b);
     TEST_ASSERT_MSG(sim_same(&x, &y), "%s: one call of %d rows (tile 2) differs from chunks (tile 1)", v.name, len);
     free(x.p), free(y.p);

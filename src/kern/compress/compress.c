@@ -171,4 +171,9 @@ int dsf_cmp_ring_reset_cuda(void *stream, const dsf_cmp_layer *L, float *ring, d
     (void)stream, (void)L, (void)ring;
     return dsf_fail(e, "compressor: this build has no CUDA backend");
 }
+
+int dsf_cmp_cuda_prefill_tile(const dsf_geom *g, const dsf_cmp_layer *L, int64_t rows, dsf_err *e) {
+    (void)g, (void)L, (void)rows;
+    return dsf_fail(e, "compressor: this build has no CUDA backend");
+}
 #endif

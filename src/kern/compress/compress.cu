@@ -210,6 +210,9 @@ static int device_sms(int *dev, int *sms, dsf_err *e) {
     return 0;
 }
 
+// The sliced SGEMM's tile: 0 (32 rows) on the automatic geometry up to 32 rows, else 1 where p[1] names a larger one.
+static int sliced_tile(const dsf_geom *g, int64_t rows) { return g->p[0] == 0 && rows <= 32 ? 0 : g->p[1] ? 1 : 0; }
+
 // The largest prefill tile a geometry can launch: tile 3 picks 2 or 1 (gemm_tile).
 static int tile_max(const dsf_geom *g) { return g->p[1] == 3 ? 2 : g->p[1]; }
 
@@ -220,6 +223,10 @@ static int gemm_tile(int tile, int O, int64_t rows, dsf_err *e) {
     if (device_sms(&dev, &sms, e)) return -1;
     int64_t blocks = (int64_t)((O + 127) / 128) * ((rows + 127) / 128);
     return 2 * blocks >= 3 * (int64_t)sms ? 2 : 1;
+}
+
+extern "C" int dsf_cmp_cuda_prefill_tile(const dsf_geom *g, const dsf_cmp_layer *L, int64_t rows, dsf_err *e) {
+    return geom_check(g, e) ? -1 : gemm_tile(g->p[1], dsf_cmp_proj_outputs(L), rows, e);
 }
 
 // Blocks of cmp_fused the device holds at once (cached per device, threads and the staged instance's shared memory).
@@ -302,7 +309,7 @@ extern "C" int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp
         // Sliced (p[0] 3, or auto from DSF_CMP_SLICED_MIN_ROWS rows): the SGEMM a slice a block, then fold and emit.
         if (g->p[0] == 3 || (g->p[0] == 0 && b->rows >= DSF_CMP_SLICED_MIN_ROWS)) {
             part = chains;
-            int tile = g->p[0] == 0 && b->rows <= 32 ? 0 : g->p[1] ? 1 : 0, bm = gemm_rows(tile); // sliced: 0 or 1
+            int tile = sliced_tile(g, b->rows), bm = gemm_rows(tile);
             int gv = (g->p[0] == 0 ? DSF_CMP_SGEMV_ROWS : g->p[3]) >= b->rows && L->dim / DSF_CMP_SLICES <= SG_MAX_S;
             void *gargs[] = {&l, &bb, &ws, &fault, &skip, &part}, *vargs[] = {&l, &bb, &part};
             int rb = gv ? SR : bm; // rows a block
@@ -385,7 +392,7 @@ extern "C" int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *
 // The functions a geometry can launch besides the one dsf_cmp_cuda_attrs reads, each with its block and shared memory.
 extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e) {
     if (geom_check(g, e)) return -1;
-    int sl = g->p[0] == 0 || g->p[0] == 3, t = tile_max(g), ts = t ? 1 : 0;
+    int sl = g->p[0] == 0 || g->p[0] == 3, t = tile_max(g), ts = sliced_tile(g, INT64_MAX);
     int t2 = g->p[1] == 3 ? 1 : -1; // tile 3's other choice
     const void *mf = main_fn(g); // checked at g->threads and dyn_smem (dsf_cmp_cuda_attrs); listed if launched above
     // Both GEMM K tiles (sliced or not; auto: 32 rows), the sliced GEMV and fold, pooling, emission, ring rows, reset.
@@ -399,7 +406,7 @@ extern "C" int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch 
                {"cmp_gemm_64_kt8", t2 < 0 ? NULL : gemm_fn(t2, 0, 0), gemm_threads(t2), gemm_smem(g, t2, 0)},
                {"cmp_gemm_sliced", sl ? gemm_fn(ts, 1, 1) : NULL, gemm_rows(ts), 0},
                {"cmp_gemm_sliced_kt8", sl ? gemm_fn(ts, 0, 1) : NULL, gemm_rows(ts), 0},
-               {"cmp_gemm_sliced_32rows", g->p[0] == 0 ? gemm_fn(0, 0, 1) : NULL, 32, 0},
+               {"cmp_gemm_sliced_32rows", g->p[0] == 0 ? gemm_fn(sliced_tile(g, 32), 0, 1) : NULL, 32, 0},
                {"cmp_sgemv", g->p[0] == 0 || (g->p[0] == 3 && g->p[3]) ? (const void *)cmp_sgemv : NULL, 64, 0},
                {"cmp_fused_fold", sl ? (const void *)cmp_fused<1, 0> : NULL, g->threads, 0},
                {"cmp_fused_gemv", g->p[0] < 2 ? (const void *)cmp_fused<0, 0> : NULL, g->threads, 0},

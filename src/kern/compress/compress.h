@@ -92,6 +92,8 @@ size_t dsf_cmp_scratch_bytes(const dsf_cmp_layer *L, int64_t rows);
 int dsf_cmp_run_cuda(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, const dsf_cmp_batch *b, void *scratch,
                      size_t scratch_bytes, dsf_err *e);
 int dsf_cmp_ring_reset_cuda(void *stream, const dsf_cmp_layer *L, float *ring, dsf_err *e);
+// The prefill SGEMM tile (0: 32x64, 1: 64x64, 2: 128x128) a tiled call of `rows` rows launches with geometry g.
+int dsf_cmp_cuda_prefill_tile(const dsf_geom *g, const dsf_cmp_layer *L, int64_t rows, dsf_err *e);
 extern const dsf_geom dsf_cmp_geom_cuda;
 // Fused decode serves calls of at most this many rows whose segments fit the ring (see docs/compressor.md).
 #define DSF_CMP_FUSED_MAX_ROWS 64
