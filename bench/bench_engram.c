@@ -184,13 +184,15 @@ static void bench_gpu(int only_T, const char *only_geom) {
     if (only_T > 0) Ts[0] = only_T, nT = 1;
     for (int ti = 0; ti < nT; ti++) {
         int T = Ts[ti];
-        double best = 1e9;
+        double best = 1e9, bcap = -1;
         const char *bname = "";
         for (int gi = 0; gi < NG; gi++) {
             if (T > 256 && geoms[gi].p[0] == 3) continue;
+            long long c0 = dsf_bench_power_capped_ns();
             double t = time_run(&G, 0, &geoms[gi], T, 0);
+            long long c1 = dsf_bench_power_capped_ns();
             printf("BENCH wkv_t%d_%s_us %.2f\n", T, geoms[gi].name, t * 1e6);
-            if (t < best) best = t, bname = geoms[gi].name;
+            if (t < best) best = t, bname = geoms[gi].name, bcap = c0 >= 0 && c1 >= 0 ? (double)(c1 - c0) * 1e-6 : -1;
         }
         const dsf_geom *bg = NULL;
         for (int gi = 0; gi < NG; gi++)
@@ -200,6 +202,8 @@ static void bench_gpu(int only_T, const char *only_geom) {
         printf("BENCH wkv_t%d_best %s\nBENCH wkv_t%d_us %.2f\nBENCH wkv_t%d_GBps %.1f\nBENCH wkv_t%d_TFLOPs %.1f\n", T,
                bname, T, best * 1e6, T, bytes / best / 1e9, T, flops / best / 1e12);
         printf("BENCH wkv_t%d_alone_us %.2f\n", T, time_run(&G, 0, bg, T, 1) * 1e6);
+        // How long power held the clocks down while the best geometry was timed (-1: NVML cannot tell).
+        printf("BENCH wkv_t%d_best_power_capped_ms %.1f\n", T, bcap);
         // The layer as the engine runs it: its own wkv geometry for T tokens, not this run's fastest.
         const dsf_geom *eg = dsf_engram_cuda_wkv_geom(T);
         double tl = time_run(&G, 1, eg, T, 0);

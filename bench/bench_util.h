@@ -2,6 +2,7 @@
 #define DSF_BENCH_UTIL_H
 // CUDA timing for the benches (each bench_*.c builds alone, so the shared pieces are static inline here).
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,6 +14,29 @@
             exit(1);                                                                             \
         }                                                                                        \
     } while (0)
+
+// Running total of ns power held the GPU below its application clocks (NVML, opened at run time); -1: unknown.
+static inline long long dsf_bench_power_capped_ns(void) {
+    static int state; // 0 not tried, 1 ready, -1 unavailable
+    static void *dev;
+    static int (*viol)(void *, int, unsigned long long *);
+    if (state == 0) {
+        int (*init)(void) = NULL, (*by_bus)(const char *, void **) = NULL, d = 0;
+        char bus[32];
+        void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+        state = -1;
+        if (lib) {
+            *(void **)&init = dlsym(lib, "nvmlInit_v2");
+            *(void **)&by_bus = dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+            *(void **)&viol = dlsym(lib, "nvmlDeviceGetViolationStatus");
+        }
+        if (init && by_bus && viol && init() == 0 && cudaGetDevice(&d) == cudaSuccess &&
+            cudaDeviceGetPCIBusId(bus, (int)sizeof bus, d) == cudaSuccess && by_bus(bus, &dev) == 0)
+            state = 1;
+    }
+    unsigned long long v[2]; // nvmlViolationTime_t: reference time (µs), violation time (ns)
+    return state == 1 && viol(dev, 0, v) == 0 ? (long long)v[1] : -1; // 0: NVML_PERF_POLICY_POWER
+}
 
 static inline int dsf_bench_cmp_f(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
