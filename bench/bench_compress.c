@@ -184,7 +184,9 @@ int main(int argc, char **argv) {
             c.scratch_bytes = dsf_cmp_scratch_bytes(L, rows);
             CK(cudaMalloc(&c.scratch, c.scratch_bytes));
             CK(cudaMemset(c.scratch, 0, c.scratch_bytes));
+            long long cap0 = dsf_bench_power_capped_ns();
             double us = time_us(c.st, run_cmp, &c);
+            long long cap1 = dsf_bench_power_capped_ns();
             int64_t em = pre ? rows / v->ratio : quiet ? 0 : S;
             double bytes = 2.0 * O * v->D + 2.0 * rows * v->D + (v->ratio > 1 ? 4.0 * O * (rows < S * L->cap ? rows : S * L->cap) : 0) +
                            2.0 * em * (v->d + L->ik) + (L->ik && em ? 2.0 * L->ik * v->d : 0) +
@@ -192,6 +194,9 @@ int main(int argc, char **argv) {
             double flops = 2.0 * rows * O * v->D + 2.0 * em * L->ik * v->d;
             printf("%-10s %4d%c %10.2f %10.2f %10.3f %9.0f %8.2f %8.2f %8.2f\n", v->name, rows, quiet ? 'q' : ' ', us, bytes / 1e6, flops / 1e9,
                    bytes / (us * 1e3), (bytes / (copy_gbs * 1e3)) / us, flops / (us * 1e6), flops / (us * 1e6) / fma_tf);
+            // How long power held the clocks down while this row was timed (-1: NVML cannot tell; bench_util.h).
+            printf("BENCH %s_%d%s_power_capped_ms %.1f\n", v->name, rows, quiet ? "q" : "",
+                   cap0 >= 0 && cap1 >= 0 ? (double)(cap1 - cap0) * 1e-6 : -1.0);
             uint64_t h = digest(&c, rings, ring_n, kv, kv_bytes, ik, ik_bytes);
             printf("BENCH %s_%d%s_digest %016llx\n", v->name, rows, quiet ? "q" : "", (unsigned long long)h);
             if (digest(&c, rings, ring_n, kv, kv_bytes, ik, ik_bytes) != h)
