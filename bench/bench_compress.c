@@ -196,7 +196,7 @@ int main(int argc, char **argv) {
                    bytes / (us * 1e3), (bytes / (copy_gbs * 1e3)) / us, flops / (us * 1e6), flops / (us * 1e6) / fma_tf);
             // How long power held the clocks down while this row was timed (-1: NVML cannot tell; bench_util.h).
             printf("BENCH %s_%d%s_power_capped_ms %.1f\n", v->name, rows, quiet ? "q" : "",
-                   cap0 >= 0 && cap1 >= 0 ? (double)(cap1 - cap0) * 1e-6 : -1.0);
+                   dsf_bench_capped_ms(cap0, cap1));
             uint64_t h = digest(&c, rings, ring_n, kv, kv_bytes, ik, ik_bytes);
             printf("BENCH %s_%d%s_digest %016llx\n", v->name, rows, quiet ? "q" : "", (unsigned long long)h);
             if (digest(&c, rings, ring_n, kv, kv_bytes, ik, ik_bytes) != h)

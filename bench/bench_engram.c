@@ -192,7 +192,7 @@ static void bench_gpu(int only_T, const char *only_geom) {
             double t = time_run(&G, 0, &geoms[gi], T, 0);
             long long c1 = dsf_bench_power_capped_ns();
             printf("BENCH wkv_t%d_%s_us %.2f\n", T, geoms[gi].name, t * 1e6);
-            if (t < best) best = t, bname = geoms[gi].name, bcap = c0 >= 0 && c1 >= 0 ? (double)(c1 - c0) * 1e-6 : -1;
+            if (t < best) best = t, bname = geoms[gi].name, bcap = dsf_bench_capped_ms(c0, c1);
         }
         const dsf_geom *bg = NULL;
         for (int gi = 0; gi < NG; gi++)

@@ -38,6 +38,11 @@ static inline long long dsf_bench_power_capped_ns(void) {
     return state == 1 && viol(dev, 0, v) == 0 ? (long long)v[1] : -1; // 0: NVML_PERF_POLICY_POWER
 }
 
+// Milliseconds capped between two readings of dsf_bench_power_capped_ns; -1 where either is unknown.
+static inline double dsf_bench_capped_ms(long long before, long long after) {
+    return before >= 0 && after >= 0 ? (double)(after - before) * 1e-6 : -1.0;
+}
+
 static inline int dsf_bench_cmp_f(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;

@@ -1,4 +1,4 @@
-// Per-function CUDA helpers of every family: the dynamic shared memory limit, the compiled function's resources.
+// Per-function CUDA helpers of every family: the dynamic shared memory limit, early launch, the compiled resources.
 #include <pthread.h>
 
 #include "contract/contract.h"
@@ -14,47 +14,60 @@ int dsf_cuda_func_attrs(const void *fn, dsf_func_attrs *out, dsf_err *e) {
     return 0;
 }
 
+// One int per (function, device), at most 64 pairs, under the cache's own lock.
+typedef struct fn_cache {
+    pthread_mutex_t mu;
+    const void *fn[64];
+    int dev[64], val[64], n;
+} fn_cache;
+
+// The slot of (fn, d): its index, or n where absent; called under c->mu.
+static int fn_slot(const fn_cache *c, const void *fn, int d) {
+    int i = 0;
+    while (i < c->n && (c->fn[i] != fn || c->dev[i] != d)) i++;
+    return i;
+}
+
+// Stores v in slot i of (fn, d) (fn_slot's, under the same lock); a full cache keeps nothing.
+static void fn_store(fn_cache *c, int i, const void *fn, int d, int v) {
+    if (i < 64) c->fn[i] = fn, c->dev[i] = d, c->val[i] = v, c->n += i == c->n;
+}
+
 // 1 where fn may launch early behind the kernel before it: the device and fn's PTX are sm_90 or later; cached.
 int dsf_cuda_pdl_ok(const void *fn, dsf_err *e) {
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static const void *fns[64];
-    static int ok[64], dev[64], n;
+    static fn_cache c = {PTHREAD_MUTEX_INITIALIZER};
     int d = 0, major = 0, i, r;
     DSF_CUDA_TRY(e, cudaGetDevice(&d));
-    pthread_mutex_lock(&mu);
-    for (i = 0; i < n && (fns[i] != fn || dev[i] != d); i++) {
-    }
-    r = i < n ? ok[i] : -1;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&c.mu);
+    i = fn_slot(&c, fn, d);
+    r = i < c.n ? c.val[i] : -1;
+    pthread_mutex_unlock(&c.mu);
     if (r >= 0) return r;
     cudaFuncAttributes a;
     DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d));
     DSF_CUDA_TRY(e, cudaFuncGetAttributes(&a, fn)); // an image JIT-compiled from older PTX has no griddepcontrol.wait
     r = major >= 9 && a.ptxVersion >= 90;
-    pthread_mutex_lock(&mu);
-    if (n < 64) fns[n] = fn, ok[n] = r, dev[n++] = d;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&c.mu);
+    fn_store(&c, fn_slot(&c, fn, d), fn, d, r);
+    pthread_mutex_unlock(&c.mu);
     return r;
 }
 
 // Raises fn's dynamic shared memory limit to bytes once a device (needed once static plus dynamic pass 48 KB).
 int dsf_cuda_smem_limit(const void *fn, int bytes, const char *k, dsf_err *e) {
     if (bytes <= 0) return 0;
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static const void *fns[64];
-    static int lim[64], dev[64], n;
+    static fn_cache c = {PTHREAD_MUTEX_INITIALIZER};
     int rc = 0, i, d = 0;
     DSF_CUDA_TRY(e, cudaGetDevice(&d));
-    pthread_mutex_lock(&mu);
-    for (i = 0; i < n && (fns[i] != fn || dev[i] != d); i++) {
+    pthread_mutex_lock(&c.mu);
+    i = fn_slot(&c, fn, d);
+    if (i == c.n || c.val[i] < bytes) {
+        cudaError_t r = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+        if (r != cudaSuccess)
+            rc = dsf_fail(e, "%s: %d bytes of dynamic shared memory refused: %s", k, bytes, cudaGetErrorString(r));
+        else
+            fn_store(&c, i, fn, d, bytes);
     }
-    if (i == n || lim[i] < bytes) {
-        cudaError_t c = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-        if (c != cudaSuccess)
-            rc = dsf_fail(e, "%s: %d bytes of dynamic shared memory refused: %s", k, bytes, cudaGetErrorString(c));
-        else if (i < 64)
-            fns[i] = fn, lim[i] = bytes, dev[i] = d, n += i == n;
-    }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&c.mu);
     return rc;
 }
