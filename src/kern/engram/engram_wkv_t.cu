@@ -69,6 +69,18 @@ template <int R> __device__ __forceinline__ void wgt_split(float (&acc)[R], int 
 template <int R>
 __device__ __forceinline__ void wgt_store(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n, int q,
                                           const float (&acc)[R], int fault) {
+    // The whole tile inside y, every pair 4-byte aligned (r0 is and N is even), no control: eng_store2's fast case.
+    uint16_t *r0 = y + t * N + n + 2 * q, *r1 = r0 + 8 * N;
+    if (t + 8 < T && n + 2 * R <= N && N % 2 == 0 && ((uintptr_t)r0 & 3) == 0 && fault != DSF_ENG_SKIP) {
+#pragma unroll
+        for (int i = 0; i < R / 4; i++) {
+            *(uint32_t *)(r0 + 8 * i) =
+                dsf_bf16_from_f32(acc[4 * i]) | (uint32_t)dsf_bf16_from_f32(acc[4 * i + 1]) << 16;
+            *(uint32_t *)(r1 + 8 * i) =
+                dsf_bf16_from_f32(acc[4 * i + 2]) | (uint32_t)dsf_bf16_from_f32(acc[4 * i + 3]) << 16;
+        }
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < R / 4; i++) {
         eng_store2(y, T, N, t, n + 8 * i + 2 * q, acc[4 * i], acc[4 * i + 1], fault);
