@@ -16,6 +16,11 @@ __device__ __forceinline__ float eng_e8m0(uint32_t b) {
     return __uint_as_float(b == 0xFFu ? 0x7FC00000u : bits);
 }
 
+// Two outputs as one 4-byte word of bf16 (a first), each rounded as eng_store rounds it.
+__device__ __forceinline__ uint32_t eng_bf16x2(float a, float b) {
+    return dsf_bf16_from_f32(a) | (uint32_t)dsf_bf16_from_f32(b) << 16;
+}
+
 // Output (token t, row n); the skip control never writes the last row's last output.
 __device__ __forceinline__ void eng_store(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n, float v, int fault) {
     if (t >= T || n >= N || (fault == DSF_ENG_SKIP && t == T - 1 && n == N - 1)) return;
@@ -27,7 +32,7 @@ __device__ __forceinline__ void eng_store2(uint16_t *y, int64_t T, int64_t N, in
                                            int fault) {
     uint16_t *at = y + t * N + n;
     if (t < T && n + 1 < N && ((uintptr_t)at & 3) == 0 && fault != DSF_ENG_SKIP) {
-        *(uint32_t *)at = dsf_bf16_from_f32(a) | (uint32_t)dsf_bf16_from_f32(b) << 16;
+        *(uint32_t *)at = eng_bf16x2(a, b);
         return;
     }
     eng_store(y, T, N, t, n, a, fault);

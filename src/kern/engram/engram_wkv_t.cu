@@ -74,10 +74,8 @@ __device__ __forceinline__ void wgt_store(uint16_t *y, int64_t T, int64_t N, int
     if (t + 8 < T && n + 2 * R <= N && N % 2 == 0 && ((uintptr_t)r0 & 3) == 0 && fault != DSF_ENG_SKIP) {
 #pragma unroll
         for (int i = 0; i < R / 4; i++) {
-            *(uint32_t *)(r0 + 8 * i) =
-                dsf_bf16_from_f32(acc[4 * i]) | (uint32_t)dsf_bf16_from_f32(acc[4 * i + 1]) << 16;
-            *(uint32_t *)(r1 + 8 * i) =
-                dsf_bf16_from_f32(acc[4 * i + 2]) | (uint32_t)dsf_bf16_from_f32(acc[4 * i + 3]) << 16;
+            *(uint32_t *)(r0 + 8 * i) = eng_bf16x2(acc[4 * i], acc[4 * i + 1]);
+            *(uint32_t *)(r1 + 8 * i) = eng_bf16x2(acc[4 * i + 2], acc[4 * i + 3]);
         }
         return;
     }
