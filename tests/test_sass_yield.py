@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+# tools/sass_yield on a hand-built CUDA ELF inside a host blob: which FFMAs yield, which keep operand b, what stays.
+import importlib.machinery
+import importlib.util
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL = os.path.join(ROOT, "tools", "sass_yield")
+loader = importlib.machinery.SourceFileLoader("sass_yield", TOOL)
+spec = importlib.util.spec_from_loader("sass_yield", loader)
+sy = importlib.util.module_from_spec(spec)
+loader.exec_module(sy)
+
+# High words as ptxas writes them around FFMAs: stall 1, then with or without the warp kept on and a reuse flag.
+HI_PLAIN = 0x000FC20000000000
+HI_KEEP_REUSE_A = 0x040FE20000000000
+LOP3 = (0x0000001F00167812, 0x000FE200078EC0FF)
+
+
+def ffma(d, a, b, c, hi=HI_PLAIN):
+    return (0x7223 | d << 16 | a << 24 | b << 32, hi | c)
+
+
+# Run of 10 FFMAs (an LOP3 inside it), three other instructions (the run ends), a run of 3 (too short: left alone).
+CODE = [ffma(121, 26, 22, 121, HI_KEEP_REUSE_A), ffma(118, 27, 22, 118), ffma(119, 30, 22, 119),
+        ffma(116, 31, 22, 116), ffma(129, 34, 22, 129), LOP3, ffma(137, 24, 23, 137), ffma(23, 25, 23, 136),
+        ffma(135, 28, 23, 135), ffma(132, 29, 23, 132), ffma(131, 32, 23, 131), LOP3, LOP3, LOP3,
+        ffma(1, 2, 4, 6, HI_KEEP_REUSE_A), ffma(3, 5, 4, 7), ffma(8, 9, 4, 10)]
+# (index, yields, keeps b) at --every 4: the run's 4th and 8th FFMA yield (indices 3, 8); index 7 writes its own b.
+WANT = [(0, 0, 1), (1, 0, 1), (2, 0, 1), (3, 1, 0), (4, 0, 0), (6, 0, 1), (7, 0, 0), (8, 1, 0), (9, 0, 1), (10, 0, 0)]
+
+
+def cuda_elf(sections):
+    """An ELF64 image for EM_CUDA holding [(name, bytes)] after a null section and its name table."""
+    names = b"\0" + b"".join(n.encode() + b"\0" for n, _ in sections) + b".shstrtab\0"
+    body, offs, pos = b"", [], 64
+    for _, data in sections:
+        offs.append(pos + len(body))
+        body += data
+    strtab_off = pos + len(body)
+    body += names
+    shoff = pos + len(body)
+    hdr = bytearray(64)
+    hdr[0:4], hdr[4], hdr[5], hdr[6] = b"\x7fELF", 2, 1, 1
+    struct.pack_into("<HH", hdr, 0x10, 2, sy.EM_CUDA)
+    struct.pack_into("<Q", hdr, 0x28, shoff)
+    struct.pack_into("<HHH", hdr, 0x3A, 64, len(sections) + 2, len(sections) + 1)
+    shdrs, at = bytes(64), 1
+    for (n, data), off in zip(sections, offs):
+        shdrs += struct.pack("<IIQQQQIIQQ", at, 1, 6, 0, off, len(data), 0, 0, 16, 0)
+        at += len(n) + 1
+    shdrs += struct.pack("<IIQQQQIIQQ", at, 3, 0, 0, strtab_off, len(names), 0, 0, 1, 0)
+    return bytes(hdr) + body + shdrs
+
+
+def words(code):
+    return b"".join(struct.pack("<QQ", lo, hi) for lo, hi in code)
+
+
+def host_blob():
+    """A host ELF header (x86-64, skipped) with the CUDA image 40 bytes further on."""
+    host = bytearray(64)
+    host[0:4], host[4] = b"\x7fELF", 2
+    struct.pack_into("<H", host, 0x12, 62)
+    cuda = cuda_elf([(".text._Z11eng_wkv_wgtILi128EEv", words(CODE)), (".text._Z5otherv", words(CODE))])
+    return bytearray(bytes(host) + bytes(40) + cuda), 64 + 40
+
+
+def main():
+    buf, at = host_blob()
+    ok = sy.cubins(bytes(buf)) == [at]
+    secs = {n: (off, size) for n, off, size in sy.sections(buf, at)}
+    ok &= secs[".text._Z11eng_wkv_wgtILi128EEv"][1] == 16 * len(CODE)
+    ok &= [len(r) for r in sy.runs(CODE)] == [10]
+    matched, n_runs, changed = sy.patch(buf, ["eng_wkv_wgt"], 4)
+    ok &= (matched, n_runs) == (1, 1) and changed > 0
+    off, _ = secs[".text._Z11eng_wkv_wgtILi128EEv"]
+    got = [struct.unpack_from("<QQ", buf, off + 16 * i) for i in range(len(CODE))]
+    for i, yields, keeps_b in WANT:
+        hi = got[i][1]
+        ok &= (not hi & sy.NO_YIELD) == bool(yields) and bool(hi & sy.REUSE_B) == bool(keeps_b)
+        ok &= not hi & (sy.REUSE_ALL & ~sy.REUSE_B) and got[i][0] == CODE[i][0] and hi & 0xFF == CODE[i][1] & 0xFF
+    ok &= got[5] == LOP3 and got[11:] == CODE[11:]  # other instructions and the short run keep every bit
+    off2, _ = secs[".text._Z5otherv"]
+    ok &= [struct.unpack_from("<QQ", buf, off2 + 16 * i) for i in range(len(CODE))] == CODE
+    ok &= sy.patch(buf, ["eng_wkv_wgt"], 4)[2] == 0  # a second pass changes nothing
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "x.o")
+        with open(path, "wb") as f:
+            f.write(host_blob()[0])
+        check = [sys.executable, TOOL, "--check", "--kernel", "eng_wkv_wgt", path]
+        rc1 = subprocess.run(check, capture_output=True).returncode
+        rc2 = subprocess.run([sys.executable, TOOL, "--kernel", "eng_wkv_wgt", path], capture_output=True).returncode
+        rc3 = subprocess.run(check, capture_output=True).returncode
+        ok &= (rc1, rc2, rc3) == (1, 0, 0)
+    print(f"runs {[len(r) for r in sy.runs(CODE)]}, check before/after {rc1}/{rc3}")
+    print("1 passed, 0 failed" if ok else "0 passed, 1 failed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
