@@ -21,17 +21,17 @@ HI_KEEP_REUSE_A = 0x040FE20000000000
 LOP3 = (0x0000001F00167812, 0x000FE200078EC0FF)
 
 
-def ffma(d, a, b, c, hi=HI_PLAIN):
-    return (0x7223 | d << 16 | a << 24 | b << 32, hi | c)
+def ffma(d, a, b, c, hi=HI_PLAIN, guard=7):
+    return (0x223 | guard << 12 | d << 16 | a << 24 | b << 32, hi | c)
 
 
 # Run of 10 FFMAs (an LOP3 inside it), three other instructions (the run ends), a run of 3 (too short: left alone).
 CODE = [ffma(121, 26, 22, 121, HI_KEEP_REUSE_A), ffma(118, 27, 22, 118), ffma(119, 30, 22, 119),
         ffma(116, 31, 22, 116), ffma(129, 34, 22, 129), LOP3, ffma(137, 24, 23, 137), ffma(23, 25, 23, 136),
-        ffma(135, 28, 23, 135), ffma(132, 29, 23, 132), ffma(131, 32, 23, 131), LOP3, LOP3, LOP3,
+        ffma(135, 28, 23, 135), ffma(132, 29, 23, 132), ffma(131, 32, 23, 131, guard=0), LOP3, LOP3, LOP3,
         ffma(1, 2, 4, 6, HI_KEEP_REUSE_A), ffma(3, 5, 4, 7), ffma(8, 9, 4, 10)]
-# (index, yields, keeps b) at --every 4: the run's 4th and 8th FFMA yield (indices 3, 8); index 7 writes its own b.
-WANT = [(0, 0, 1), (1, 0, 1), (2, 0, 1), (3, 1, 0), (4, 0, 0), (6, 0, 1), (7, 0, 0), (8, 1, 0), (9, 0, 1), (10, 0, 0)]
+# (index, yields, keeps b) at --every 4: indices 3, 8 yield; 7 writes its own b; 10 has a guard (@P0), so 9 keeps none.
+WANT = [(0, 0, 1), (1, 0, 1), (2, 0, 1), (3, 1, 0), (4, 0, 0), (6, 0, 1), (7, 0, 0), (8, 1, 0), (9, 0, 0), (10, 0, 0)]
 
 
 def cuda_elf(sections):

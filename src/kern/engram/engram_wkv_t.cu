@@ -69,7 +69,7 @@ template <int R> __device__ __forceinline__ void wgt_split(float (&acc)[R], int 
 template <int R>
 __device__ __forceinline__ void wgt_store(uint16_t *y, int64_t T, int64_t N, int64_t t, int64_t n, int q,
                                           const float (&acc)[R], int fault) {
-    // The whole tile inside y, r0 4-byte aligned (so every pair: 16 N bytes a row pair, 16 a tile), no control.
+    // The whole tile inside y, r0 4-byte aligned (then every pair is: r1 lies 16 N bytes on, each tile 16), no control.
     uint16_t *r0 = y + t * N + n + 2 * q, *r1 = r0 + 8 * N;
     if (t + 8 < T && n + 2 * R <= N && ((uintptr_t)r0 & 3) == 0 && fault != DSF_ENG_SKIP) {
 #pragma unroll
