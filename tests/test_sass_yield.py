@@ -34,8 +34,8 @@ CODE = [ffma(121, 26, 22, 121, HI_KEEP_REUSE_A), ffma(118, 27, 22, 118), ffma(11
 WANT = [(0, 0, 1), (1, 0, 1), (2, 0, 1), (3, 1, 0), (4, 0, 0), (6, 0, 1), (7, 0, 0), (8, 1, 0), (9, 0, 0), (10, 0, 0)]
 
 
-def cuda_elf(sections):
-    """An ELF64 image for EM_CUDA holding [(name, bytes)] after a null section and its name table."""
+def cuda_elf(sections, sm=90):
+    """An ELF64 image for EM_CUDA and SM sm (ELF ABI 8) holding [(name, bytes)] after a null section and its names."""
     names = b"\0" + b"".join(n.encode() + b"\0" for n, _ in sections) + b".shstrtab\0"
     body, offs, pos = b"", [], 64
     for _, data in sections:
@@ -45,8 +45,9 @@ def cuda_elf(sections):
     body += names
     shoff = pos + len(body)
     hdr = bytearray(64)
-    hdr[0:4], hdr[4], hdr[5], hdr[6] = b"\x7fELF", 2, 1, 1
+    hdr[0:4], hdr[4], hdr[5], hdr[6], hdr[7], hdr[8] = b"\x7fELF", 2, 1, 1, 0x41, 8
     struct.pack_into("<HH", hdr, 0x10, 2, sy.EM_CUDA)
+    struct.pack_into("<I", hdr, 0x30, 0x6000004 | sm << 8)
     struct.pack_into("<Q", hdr, 0x28, shoff)
     struct.pack_into("<HHH", hdr, 0x3A, 64, len(sections) + 2, len(sections) + 1)
     shdrs, at = bytes(64), 1
@@ -62,12 +63,13 @@ def words(code):
 
 
 def host_blob():
-    """A host ELF header (x86-64, skipped) with the CUDA image 40 bytes further on."""
+    """A host ELF header (x86-64, skipped), the sm_90 image 40 bytes on, then an sm_100 one (another encoding: skipped)."""
     host = bytearray(64)
     host[0:4], host[4] = b"\x7fELF", 2
     struct.pack_into("<H", host, 0x12, 62)
     cuda = cuda_elf([(".text._Z11eng_wkv_wgtILi128EEv", words(CODE)), (".text._Z5otherv", words(CODE))])
-    return bytearray(bytes(host) + bytes(40) + cuda), 64 + 40
+    sm100 = cuda_elf([(".text._Z11eng_wkv_wgtILi128EEv", words(CODE))], sm=100)
+    return bytearray(bytes(host) + bytes(40) + cuda + sm100), 64 + 40
 
 
 def main():
@@ -87,6 +89,9 @@ def main():
     ok &= got[5] == LOP3 and got[11:] == CODE[11:]  # other instructions and the short run keep every bit
     off2, _ = secs[".text._Z5otherv"]
     ok &= [struct.unpack_from("<QQ", buf, off2 + 16 * i) for i in range(len(CODE))] == CODE
+    at100 = at + len(cuda_elf([(".text._Z11eng_wkv_wgtILi128EEv", words(CODE)), (".text._Z5otherv", words(CODE))]))
+    off3 = [o for n, o, _ in sy.sections(buf, at100) if n.startswith(".text.")][0]
+    ok &= sy.sm_of(buf, at100) == 100 and [struct.unpack_from("<QQ", buf, off3 + 16 * i) for i in range(len(CODE))] == CODE
     ok &= sy.patch(buf, ["eng_wkv_wgt"], 4)[2] == 0  # a second pass changes nothing
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "x.o")
