@@ -34,6 +34,21 @@ CODE = [ffma(121, 26, 22, 121, HI_KEEP_REUSE_A), ffma(118, 27, 22, 118), ffma(11
 WANT = [(0, 0, 1), (1, 0, 1), (2, 0, 1), (3, 1, 0), (4, 0, 0), (6, 0, 1), (7, 0, 0), (8, 1, 0), (9, 0, 0), (10, 0, 0)]
 
 
+def branch(op, off):
+    """A BRA, CALL or WARPSYNC (op) to off bytes from the next instruction, in their split layout."""
+    far = off >> 10
+    return (op | 7 << 12 | ((off >> 2) & 0xFF) << 16 | (far & (1 << 30) - 1) << 34, 0x000FEA0000000000 | (far >> 30) & 0x3FFFF)
+
+
+def bssy(off):
+    return (0x945 | 7 << 12 | (off & 0xFFFFFFFF) << 32, 0x000FE20000000000 | (off >> 32) & 0x3FFFF)
+
+
+# Nine FFMAs on one b, then a jump back to index 2 (so 1 keeps nothing); the same with an unknown jump (0x949) instead.
+JUMPED = [ffma(40 + k, 2 * k, 22, 41 + k) for k in range(9)] + [branch(0x947, (2 - 10) * 16)]
+UNKNOWN = JUMPED[:9] + [(0x7949, HI_PLAIN)]
+
+
 def cuda_elf(sections, sm=90):
     """An ELF64 image for EM_CUDA and SM sm (ELF ABI 8) holding [(name, bytes)] after a null section and its names."""
     names = b"\0" + b"".join(n.encode() + b"\0" for n, _ in sections) + b".shstrtab\0"
@@ -102,7 +117,14 @@ def main():
         rc2 = subprocess.run([sys.executable, TOOL, "--kernel", "eng_wkv_wgt", path], capture_output=True).returncode
         rc3 = subprocess.run(check, capture_output=True).returncode
         ok &= (rc1, rc2, rc3) == (1, 0, 0)
-    print(f"runs {[len(r) for r in sy.runs(CODE)]}, check before/after {rc1}/{rc3}")
+    # Targets: a jump forward and back, a call and its return point, a convergence point; unknown control flow.
+    flow = [branch(0x947, 3 * 16), branch(0x947, -2 * 16), branch(0x944, 16), bssy(5 * 16), LOP3, LOP3, LOP3, LOP3]
+    ok &= sy.targets(flow) == {0, 3, 4, 9} and sy.targets(UNKNOWN) is None
+    keep = lambda code: [i for i, hi in sy.pattern(code, 4).items() if hi & sy.REUSE_B]
+    ok &= keep(JUMPED) == [0, 2, 4, 5, 6] and keep(UNKNOWN) == []
+    yields = [i for i, hi in sy.pattern(UNKNOWN, 4).items() if not hi & sy.NO_YIELD]
+    ok &= yields == [3, 7]
+    print(f"runs {[len(r) for r in sy.runs(CODE)]}, check before/after {rc1}/{rc3}, kept b {keep(JUMPED)}")
     print("1 passed, 0 failed" if ok else "0 passed, 1 failed")
     return 0 if ok else 1
 
