@@ -7,17 +7,22 @@
 
 #include "test.h"
 
-// Runs python3 on tests/<script> and asserts it exits 0; the repository root is two levels above this header.
-static void test_py_script(const char *script) {
-    char root[4096], cmd[8400];
-    snprintf(root, sizeof root, "%s", __FILE__); // CMake compiles by absolute path, so __FILE__ is absolute here
+// The repository root, two levels above this header (CMake compiles by absolute path, so __FILE__ is absolute here).
+static void test_py_root(char *root, size_t n) {
+    snprintf(root, n, "%s", __FILE__);
     for (int up = 0; up < 2; up++) {
         char *slash = strrchr(root, '/');
         if (slash)
             *slash = '\0';
         else
-            snprintf(root, sizeof root, ".");
+            snprintf(root, n, ".");
     }
+}
+
+// Runs python3 on tests/<script> and asserts it exits 0.
+static void test_py_script(const char *script) {
+    char root[4096], cmd[8400];
+    test_py_root(root, sizeof root);
     snprintf(cmd, sizeof cmd, "python3 '%s/tests/%s'", root, script);
     int rc = system(cmd);
     TEST_ASSERT_MSG(rc == 0, "%s exited with status %d", cmd, rc);

@@ -25,19 +25,22 @@ def ffma(d, a, b, c, hi=HI_PLAIN, guard=7):
     return (0x223 | guard << 12 | d << 16 | a << 24 | b << 32, hi | c)
 
 
-# Run of 10 FFMAs (an LOP3 inside it), three other instructions (the run ends), a run of 3 (too short: left alone).
-CODE = [ffma(121, 26, 22, 121, HI_KEEP_REUSE_A), ffma(118, 27, 22, 118), ffma(119, 30, 22, 119),
-        ffma(116, 31, 22, 116), ffma(129, 34, 22, 129), LOP3, ffma(137, 24, 23, 137), ffma(23, 25, 23, 136),
-        ffma(135, 28, 23, 135), ffma(132, 29, 23, 132), ffma(131, 32, 23, 131, guard=0), LOP3, LOP3, LOP3,
+# A run of 11 FFMAs (an LOP3 inside it), three other instructions (the run ends), a run of 3 (too short: left alone).
+CODE = [ffma(121, 26, 22, 121, HI_KEEP_REUSE_A), ffma(118, 27, 22, 118), ffma(119, 30, 21, 119),
+        ffma(116, 31, 22, 116, HI_KEEP_REUSE_A), ffma(129, 34, 22, 129), LOP3, ffma(137, 24, 23, 137),
+        ffma(136, 25, 23, 136, guard=0), ffma(135, 28, 23, 135), ffma(23, 29, 23, 132), ffma(131, 32, 23, 131),
+        ffma(130, 33, 23, 130), LOP3, LOP3, LOP3,
         ffma(1, 2, 4, 6, HI_KEEP_REUSE_A), ffma(3, 5, 4, 7), ffma(8, 9, 4, 10)]
-# (index, yields, keeps b) at --every 4: indices 3, 8 yield; 7 writes its own b; 10 has a guard (@P0), so 9 keeps none.
-WANT = [(0, 0, 1), (1, 0, 1), (2, 0, 1), (3, 1, 0), (4, 0, 0), (6, 0, 1), (7, 0, 0), (8, 1, 0), (9, 0, 0), (10, 0, 0)]
+# (index, yields, keeps b): 3, 8 yield; b not kept by 1, 2 (other b next), 4, 11 (no FFMA next), 6, 7 (guards), 9.
+WANT = [(0, 0, 1), (1, 0, 0), (2, 0, 0), (3, 1, 0), (4, 0, 0), (6, 0, 0), (7, 0, 0), (8, 1, 0), (9, 0, 0), (10, 0, 1),
+        (11, 0, 0)]
 
 
 def branch(op, off):
     """A BRA, CALL or WARPSYNC (op) to off bytes from the next instruction, in their split layout."""
     far = off >> 10
-    return (op | 7 << 12 | ((off >> 2) & 0xFF) << 16 | (far & (1 << 30) - 1) << 34, 0x000FEA0000000000 | (far >> 30) & 0x3FFFF)
+    lo = op | 7 << 12 | ((off >> 2) & 0xFF) << 16 | (far & (1 << 30) - 1) << 34
+    return (lo, 0x000FEA0000000000 | (far >> 30) & 0x3FFFF)
 
 
 def bssy(off):
@@ -49,9 +52,10 @@ JUMPED = [ffma(40 + k, 2 * k, 22, 41 + k) for k in range(9)] + [branch(0x947, (2
 UNKNOWN = JUMPED[:9] + [(0x7949, HI_PLAIN)]
 
 
-def cuda_elf(sections, sm=90):
-    """An ELF64 image for EM_CUDA and SM sm (ELF ABI 8) holding [(name, bytes)] after a null section and its names."""
-    names = b"\0" + b"".join(n.encode() + b"\0" for n, _ in sections) + b".shstrtab\0"
+def cuda_elf(sections, sm=90, abi=8, nobits=0):
+    """An ELF64 image for EM_CUDA and SM sm holding [(name, bytes)], then a NOBITS section of nobits bytes."""
+    extra = [".nv.shared.x"] if nobits else []
+    names = b"\0" + b"".join(n.encode() + b"\0" for n in [n for n, _ in sections] + extra) + b".shstrtab\0"
     body, offs, pos = b"", [], 64
     for _, data in sections:
         offs.append(pos + len(body))
@@ -59,16 +63,20 @@ def cuda_elf(sections, sm=90):
     strtab_off = pos + len(body)
     body += names
     shoff = pos + len(body)
+    n_sec = len(sections) + len(extra) + 2
     hdr = bytearray(64)
-    hdr[0:4], hdr[4], hdr[5], hdr[6], hdr[7], hdr[8] = b"\x7fELF", 2, 1, 1, 0x41, 8
+    hdr[0:4], hdr[4], hdr[5], hdr[6], hdr[7], hdr[8] = b"\x7fELF", 2, 1, 1, 0x41, abi
     struct.pack_into("<HH", hdr, 0x10, 2, sy.EM_CUDA)
-    struct.pack_into("<I", hdr, 0x30, 0x6000004 | sm << 8)
+    struct.pack_into("<I", hdr, 0x30, 0x6000004 | sm << 8 if abi >= 8 else sm << 16 | 0x500 | sm)
     struct.pack_into("<Q", hdr, 0x28, shoff)
-    struct.pack_into("<HHH", hdr, 0x3A, 64, len(sections) + 2, len(sections) + 1)
+    struct.pack_into("<HHH", hdr, 0x3A, 64, n_sec, n_sec - 1)
     shdrs, at = bytes(64), 1
     for (n, data), off in zip(sections, offs):
         shdrs += struct.pack("<IIQQQQIIQQ", at, 1, 6, 0, off, len(data), 0, 0, 16, 0)
         at += len(n) + 1
+    if nobits:  # its offset is the end of the file and its size runs past it, as static shared memory's does
+        shdrs += struct.pack("<IIQQQQIIQQ", at, sy.SHT_NOBITS, 3, 0, shoff + 64 * n_sec, nobits, 0, 0, 16, 0)
+        at += len(extra[0]) + 1
     shdrs += struct.pack("<IIQQQQIIQQ", at, 3, 0, 0, strtab_off, len(names), 0, 0, 1, 0)
     return bytes(hdr) + body + shdrs
 
@@ -78,7 +86,7 @@ def words(code):
 
 
 def host_blob():
-    """A host ELF header (x86-64, skipped), the sm_90 image 40 bytes on, then an sm_100 one (another encoding: skipped)."""
+    """A host ELF header (x86-64: skipped), the sm_90 image 40 bytes on, an sm_100 one (another encoding: skipped)."""
     host = bytearray(64)
     host[0:4], host[4] = b"\x7fELF", 2
     struct.pack_into("<H", host, 0x12, 62)
@@ -92,7 +100,7 @@ def main():
     ok = sy.cubins(bytes(buf)) == [at]
     secs = {n: (off, size) for n, off, size in sy.sections(buf, at)}
     ok &= secs[".text._Z11eng_wkv_wgtILi128EEv"][1] == 16 * len(CODE)
-    ok &= [len(r) for r in sy.runs(CODE)] == [10]
+    ok &= [len(r) for r in sy.runs(CODE)] == [11]
     matched, n_runs, changed = sy.patch(buf, ["eng_wkv_wgt"], 4)
     ok &= (matched, n_runs) == (1, 1) and changed > 0
     off, _ = secs[".text._Z11eng_wkv_wgtILi128EEv"]
@@ -100,13 +108,15 @@ def main():
     for i, yields, keeps_b in WANT:
         hi = got[i][1]
         ok &= (not hi & sy.NO_YIELD) == bool(yields) and bool(hi & sy.REUSE_B) == bool(keeps_b)
-        ok &= not hi & (sy.REUSE_ALL & ~sy.REUSE_B) and got[i][0] == CODE[i][0] and hi & 0xFF == CODE[i][1] & 0xFF
-    ok &= got[5] == LOP3 and got[11:] == CODE[11:]  # other instructions and the short run keep every bit
+    # Only bits 45 and 58-61 of an FFMA may change; other instructions and the short run keep every bit.
+    ok &= all(g[0] == c[0] and not (g[1] ^ c[1]) & ~(sy.NO_YIELD | sy.REUSE_ALL) for g, c in zip(got, CODE))
+    ok &= got[5] == LOP3 and got[12:] == CODE[12:]
     off2, _ = secs[".text._Z5otherv"]
     ok &= [struct.unpack_from("<QQ", buf, off2 + 16 * i) for i in range(len(CODE))] == CODE
     at100 = at + len(cuda_elf([(".text._Z11eng_wkv_wgtILi128EEv", words(CODE)), (".text._Z5otherv", words(CODE))]))
     off3 = [o for n, o, _ in sy.sections(buf, at100) if n.startswith(".text.")][0]
-    ok &= sy.sm_of(buf, at100) == 100 and [struct.unpack_from("<QQ", buf, off3 + 16 * i) for i in range(len(CODE))] == CODE
+    ok &= sy.sm_of(buf, at100) == 100
+    ok &= [struct.unpack_from("<QQ", buf, off3 + 16 * i) for i in range(len(CODE))] == CODE
     ok &= sy.patch(buf, ["eng_wkv_wgt"], 4)[2] == 0  # a second pass changes nothing
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "x.o")
@@ -124,7 +134,20 @@ def main():
     ok &= keep(JUMPED) == [0, 2, 4, 5, 6] and keep(UNKNOWN) == []
     yields = [i for i, hi in sy.pattern(UNKNOWN, 4).items() if not hi & sy.NO_YIELD]
     ok &= yields == [3, 7]
-    print(f"runs {[len(r) for r in sy.runs(CODE)]}, check before/after {rc1}/{rc3}, kept b {keep(JUMPED)}")
+    # An ABI 7 image keeps the SM in e_flags' low byte; NOBITS sections need no bytes; a cut image is skipped whole.
+    old = bytearray(cuda_elf([(".text._Z11eng_wkv_wgtv", words(CODE))], abi=7, nobits=48 * 1024))
+    ok &= sy.sm_of(old, 0) == 90 and sy.patch(old, ["eng_wkv_wgt"], 4)[:2] == (1, 1)
+    cut = bytearray(cuda_elf([(".text._Z11eng_wkv_wgtv", words(CODE))])[:-40])
+    ok &= sy.patch(cut, ["eng_wkv_wgt"], 4) == (0, 0, 0)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "y.o")
+        with open(path, "wb") as f:
+            f.write(cut)
+        rc4 = subprocess.run([sys.executable, TOOL, "--check", "--kernel", "eng_wkv_wgt", path], capture_output=True)
+        rc5 = subprocess.run([sys.executable, TOOL, "--kernel", "eng_wkv_wgt"], capture_output=True)
+        ok &= rc4.returncode == 2 and rc5.returncode != 0 and b"no OBJECT" in rc5.stderr
+    print(f"runs {[len(r) for r in sy.runs(CODE)]}, check before/after/none {rc1}/{rc3}/{rc4.returncode}, "
+          f"kept b {keep(JUMPED)}")
     print("1 passed, 0 failed" if ok else "0 passed, 1 failed")
     return 0 if ok else 1
 
