@@ -19,13 +19,20 @@ static void test_py_root(char *root, size_t n) {
     }
 }
 
-// Runs python3 on tests/<script> and asserts it exits 0.
-static void test_py_script(const char *script) {
+// Runs python3 on the repository's file rel with args (already quoted) and asserts it exits 0.
+static void test_py_run(const char *rel, const char *args) {
     char root[4096], cmd[8400];
     test_py_root(root, sizeof root);
-    snprintf(cmd, sizeof cmd, "python3 '%s/tests/%s'", root, script);
+    snprintf(cmd, sizeof cmd, "python3 '%s/%s' %s", root, rel, args);
     int rc = system(cmd);
     TEST_ASSERT_MSG(rc == 0, "%s exited with status %d", cmd, rc);
+}
+
+// Runs python3 on tests/<script> and asserts it exits 0.
+static void test_py_script(const char *script) {
+    char rel[512];
+    snprintf(rel, sizeof rel, "tests/%s", script);
+    test_py_run(rel, "");
 }
 
 #endif

@@ -9,11 +9,9 @@ static void test_built_binary(void) {
     const char *bin = getenv("DSF_BIN");
     TEST_ASSERT_MSG(bin != NULL, "DSF_BIN is not set (ctest sets it to the built dsfold)");
     if (!bin) return;
-    char root[4096], cmd[8400];
-    test_py_root(root, sizeof root);
-    snprintf(cmd, sizeof cmd, "python3 '%s/tools/sass_yield' --check --kernel eng_wkv_wgt '%s'", root, bin);
-    int rc = system(cmd);
-    TEST_ASSERT_MSG(rc == 0, "%s exited with status %d", cmd, rc);
+    char args[4400];
+    snprintf(args, sizeof args, "--check --kernel eng_wkv_wgt '%s'", bin);
+    test_py_run("tools/sass_yield", args);
 }
 #endif
 
