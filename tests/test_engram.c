@@ -228,12 +228,17 @@ static void test_wkv_geometry_refusals(void) {
     const dsf_geom hs_db = {"wgt_hs_db", 512, 200000, {4, 128, 3, 164}};
     const dsf_geom hs_ws = {"wgt_hs_ws", 384, 200000, {4, 128, 1, 196}};
     const dsf_geom neg = {"wgt_neg", 512, 200000, {4, 128, 3, -124}};
-    const dsf_geom tiny = {"wgt_small", 288, 4096, {4, 128, 2, 4}};
+    const dsf_geom tiny = {"wgt_small", 288, 4096, {4, 128, 2, 4}}, big = {"wgt_p512", 384, 206336, {4, 256, 2, 516}};
+    const dsf_geom t3 = {"wgt_t3", 384, 206336, {4, 256, 2, 388, 3}}, t2 = {"wgt_hs_t2", 512, 177408, {4, 128, 3, 132, 2}};
     wkv_refuses(&odd, 32, "wgt_t296", "no such kernel variant");
     wkv_refuses(&flag, 32, "wgt_parts8", "no such kernel variant");
     wkv_refuses(&hs_db, 32, "wgt_hs_db", "no such kernel variant");
     wkv_refuses(&hs_ws, 32, "wgt_hs_ws", "no such kernel variant");
     wkv_refuses(&neg, 32, "wgt_neg", "no such kernel variant");
+    wkv_refuses(&big, 32, "wgt_p512", "no such kernel variant");
+    // Tiles split in 2 or 4 blocks only, and only by the four-part kernel.
+    wkv_refuses(&t3, 32, "wgt_t3", "split in 3");
+    wkv_refuses(&t2, 32, "wgt_hs_t2", "with four parts");
     // Four stages of 256 rows of 128 bytes, 4 x 128 token and 4 x 4 weight scale floats, and the alignment.
     wkv_refuses(&tiny, 32, "wgt_small", "140544");
     wkv_refuses(dsf_engram_cuda_geom(DSF_ENG_ROLE_WKV_DECODE), 48, "multiples of 32", NULL);
@@ -249,11 +254,11 @@ static int in_list(const dsf_geom *g, const dsf_geom *(*list)(int *n)) {
 // The engine's roles are entries of their kernels' contract lists; wkv by size, accepted at real dims with no tokens.
 static void test_wkv_engine_geoms(void) {
     static _Alignas(16) uint8_t buf[64];
-    const char *dec = "wg_b8_w1_u1_s4", *split = "wgt_w224_x1_ws2_pw4_s4_hs", *two = "wgt_w128_x2_pw4_s4_db";
+    const char *dec = "wg_b8_w1_u1_s4", *split = "wgt_w224_x1_ws2_pw4_s4_hs", *p4 = "wgt_w256_x2_pw4_s4_p4";
     const char *halves = "wgt_w128_x3_pw4_s4_hs";
     const int64_t Ts[] = {1, 8, 9, 24, 25, 64, 65, 128, 129, 192, 193, 256, 320, 576, 577, 640, 641, 4096, 4160};
-    const char *want[] = {dec,    dec,    split,  split, split, split,  two,    two,    halves, halves,
-                          two,    two,    halves, halves, two,  two,    halves, halves, halves};
+    const char *want[] = {dec, dec, split, split, split, split, p4, p4, halves, halves,
+                          p4,  p4,  p4,    p4,    p4,    p4,    p4, p4, p4};
     dsf_err e;
     TEST_ASSERT(in_list(dsf_engram_cuda_geom(DSF_ENG_ROLE_EMBED_QUANT), dsf_engram_embed_cuda_geoms));
     TEST_ASSERT(in_list(dsf_engram_cuda_geom(DSF_ENG_ROLE_WKV_DECODE), dsf_engram_wkv_cuda_geoms));

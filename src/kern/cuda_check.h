@@ -21,6 +21,9 @@ int dsf_cuda_smem_limit(const void *fn, int bytes, const char *k, dsf_err *e);
 // 1 where fn may launch with programmatic dependent launch (device and its PTX sm_90 on), 0 if not, -1 on error.
 int dsf_cuda_pdl_ok(const void *fn, dsf_err *e);
 
+// The current device and its SM count (cached per device).
+int dsf_cuda_sms(int *dev, int *sms, dsf_err *e);
+
 // The compiled function's registers, static shared memory, largest block and local bytes (cudaFuncGetAttributes).
 struct dsf_func_attrs;
 int dsf_cuda_func_attrs(const void *fn, struct dsf_func_attrs *out, dsf_err *e);

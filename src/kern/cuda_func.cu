@@ -14,6 +14,15 @@ int dsf_cuda_func_attrs(const void *fn, dsf_func_attrs *out, dsf_err *e) {
     return 0;
 }
 
+int dsf_cuda_sms(int *dev, int *sms, dsf_err *e) {
+    static int cache[16];
+    DSF_CUDA_TRY(e, cudaGetDevice(dev));
+    if (*dev < 0 || *dev >= 16) return dsf_fail(e, "device %d: only devices 0-15 are supported", *dev);
+    if (!cache[*dev]) DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&cache[*dev], cudaDevAttrMultiProcessorCount, *dev));
+    *sms = cache[*dev];
+    return 0;
+}
+
 // One int per (function, device), at most 64 pairs, under the cache's own lock.
 typedef struct fn_cache {
     pthread_mutex_t mu;

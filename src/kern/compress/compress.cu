@@ -200,16 +200,6 @@ static int gemm_smem(const dsf_geom *g, int tile, int kt16) {
     return own > decl ? own : decl;
 }
 
-// The current device and its SM count (cached per device).
-static int device_sms(int *dev, int *sms, dsf_err *e) {
-    static int cache[16];
-    DSF_CUDA_TRY(e, cudaGetDevice(dev));
-    if (*dev < 0 || *dev >= 16) return dsf_fail(e, "compressor: device %d", *dev);
-    if (!cache[*dev]) DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&cache[*dev], cudaDevAttrMultiProcessorCount, *dev));
-    *sms = cache[*dev];
-    return 0;
-}
-
 // The sliced SGEMM's tile: 0 (32 rows) on the automatic geometry up to 32 rows, else 1 where p[1] names a larger one.
 static int sliced_tile(const dsf_geom *g, int64_t rows) { return g->p[0] == 0 && rows <= 32 ? 0 : g->p[1] ? 1 : 0; }
 
@@ -220,7 +210,7 @@ static int tile_max(const dsf_geom *g) { return g->p[1] == 3 ? 2 : g->p[1]; }
 static int gemm_tile(int tile, int O, int64_t rows, dsf_err *e) {
     int dev = 0, sms = 0;
     if (tile != 3) return tile;
-    if (device_sms(&dev, &sms, e)) return -1;
+    if (dsf_cuda_sms(&dev, &sms, e)) return -1;
     int64_t blocks = (int64_t)((O + 127) / 128) * ((rows + 127) / 128);
     return 2 * blocks >= 3 * (int64_t)sms ? 2 : 1;
 }
@@ -233,7 +223,7 @@ extern "C" int dsf_cmp_cuda_prefill_tile(const dsf_geom *g, const dsf_cmp_layer 
 static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     static int key[16][3], val[16], n;
     int dev = 0, per_sm = 0, sms = 0;
-    if (device_sms(&dev, &sms, e)) return -1;
+    if (dsf_cuda_sms(&dev, &sms, e)) return -1;
     for (int i = 0; i < n; i++)
         if (key[i][0] == dev && key[i][1] == threads && key[i][2] == smem) return *slots = val[i], 0;
     const void *fns[] = {(const void *)cmp_fused<0, 0>, (const void *)cmp_fused<1, 0>, (const void *)cmp_fused<0, 1>};

@@ -242,9 +242,9 @@ extern "C" int dsf_engram_cuda_attrs(int kernel, const dsf_geom *g, int fault, d
     return dsf_cuda_func_attrs(fn, out, e);
 }
 
-// The engine's geometries: the public roles (engram_kern.h), then wkv at 9-64 tokens, the staged gate, wkv by 128.
+// The engine's geometries: the public roles (engram_kern.h), then wkv at 9-64 tokens, the staged gate, wkv by 192.
 static const int ROLE_WKV_64 = DSF_ENG_ROLE_GATE_WARP + 1, ROLE_GATE_STAGED = ROLE_WKV_64 + 1,
-                 ROLE_WKV_TWO = ROLE_GATE_STAGED + 1, ROLES = ROLE_WKV_TWO + 1;
+                 ROLE_WKV_192 = ROLE_GATE_STAGED + 1, ROLES = ROLE_WKV_192 + 1;
 // Each role names a geometry of the contract's lists, so that the engine runs only geometries the contract checks.
 static const struct {
     const char *name;
@@ -252,11 +252,11 @@ static const struct {
 } engine_roles[ROLES] = {
     {"t256_w64", dsf_engram_embed_cuda_geoms},                // DSF_ENG_ROLE_EMBED_QUANT
     {"wg_b8_w1_u1_s4", dsf_engram_wkv_cuda_geoms},            // DSF_ENG_ROLE_WKV_DECODE: up to 8 tokens
-    {"wgt_w128_x3_pw4_s4_hs", dsf_engram_wkv_cuda_geoms},     // DSF_ENG_ROLE_WKV_PREFILL: tiles of 192 tokens
+    {"wgt_w256_x2_pw4_s4_p4", dsf_engram_wkv_cuda_geoms},     // DSF_ENG_ROLE_WKV_PREFILL: 128 tokens by 256 rows
     {"t256_w64", dsf_engram_gate_cuda_geoms},                 // DSF_ENG_ROLE_GATE_WARP
     {"wgt_w224_x1_ws2_pw4_s4_hs", dsf_engram_wkv_cuda_geoms}, // ROLE_WKV_64: 9 to 64 tokens
     {"st_t512_w8", dsf_engram_gate_cuda_geoms},               // ROLE_GATE_STAGED
-    {"wgt_w128_x2_pw4_s4_db", dsf_engram_wkv_cuda_geoms},     // ROLE_WKV_TWO: tiles of 128 tokens
+    {"wgt_w128_x3_pw4_s4_hs", dsf_engram_wkv_cuda_geoms},     // ROLE_WKV_192: 129 to 192 tokens, one tile of 192
 };
 
 // A role's geometry, found by name in its list (a role whose name is missing there is a broken build: it aborts).
@@ -279,7 +279,6 @@ extern "C" const dsf_geom *dsf_engram_cuda_gate_geom(int64_t T) {
 
 extern "C" const dsf_geom *dsf_engram_cuda_wkv_geom(int64_t T) {
     if (T <= 64) return engine_geom(T <= 8 ? DSF_ENG_ROLE_WKV_DECODE : ROLE_WKV_64);
-    // Token tiles of 128 (two warpgroups) cost 100, of 192 (three, halves) 137, or 104 with one or two idle (perf.md).
-    int64_t r = T % 192, three = 137 * (T / 192) + (r == 0 ? 0 : r <= 128 ? 104 : 137);
-    return engine_geom(100 * ((T + 127) / 128) < three ? ROLE_WKV_TWO : DSF_ENG_ROLE_WKV_PREFILL);
+    // Tiles of 128 tokens by 256 rows, the last wave's split, were faster at every size measured but 129-192 (perf.md).
+    return engine_geom(T > 128 && T <= 192 ? ROLE_WKV_192 : DSF_ENG_ROLE_WKV_PREFILL);
 }

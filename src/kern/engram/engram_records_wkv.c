@@ -69,7 +69,7 @@ DSF_ENG_RUN(wkv_cuda_wrong, wkv_cuda, DSF_ENG_WRONG)
 DSF_ENG_RUN(wkv_cuda_batch, wkv_cuda, DSF_ENG_BATCH)
 DSF_ENG_ATTRS(wkv_attrs, 1, DSF_ENG_REAL)
 
-// CUDA {name, threads, smem, {3, tokens, row groups, 32 atoms + st} | {4, rows, groups, 128 hs + 64 ws2 + 32 db + st}}.
+// CUDA {name, threads, smem, {3, tokens, groups, 32 atoms + st} | {4, rows, groups, 128 (parts-1)+64 ws2+32 db+st, t}}.
 static const dsf_geom wkv_cuda_geoms[] = {
     {"wg_b8_w1_u1_s4", 160, 38528, {3, 8, 1, 36}},  {"wg_b8_w1_u2_s2", 160, 38528, {3, 8, 1, 66}},
     {"wg_b8_w2_u2_s2", 288, 71424, {3, 8, 2, 66}},  {"wg_b16_w2_u1_s4", 288, 76032, {3, 16, 2, 36}},
@@ -88,6 +88,10 @@ static const dsf_geom wkv_cuda_geoms[] = {
     {"wgt_w224_x1_ws2_pw4_s5_hs", 384, 191024, {4, 224, 1, 197}},
     {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},
     {"wgt_w128_x3_pw4_s5_hs", 512, 221504, {4, 128, 3, 133}},
+    // Four parts: t (p[4]) 2 or 4 splits every tile in so many blocks; 0 only the last wave's tiles, by the SM count.
+    {"wgt_w256_x2_pw4_s4_p4", 384, 206336, {4, 256, 2, 388}},
+    {"wgt_w256_x2_pw4_s4_p4_t2", 384, 206336, {4, 256, 2, 388, 2}},
+    {"wgt_w256_x2_pw4_s4_p4_t4", 384, 206336, {4, 256, 2, 388, 4}},
 };
 const dsf_geom *dsf_engram_wkv_cuda_geoms(int *n) {
     *n = DSF_ENG_LEN(wkv_cuda_geoms);

@@ -122,9 +122,10 @@ __device__ __forceinline__ uint64_t eng_evict_first() {
     return p;
 }
 
-// A weight box: under pol (eng_evict_first) where the grid's x (token tiles) is 1 (read once per call), else plain.
-__device__ __forceinline__ void eng_tma_w(void *dst, const CUtensorMap *m, int x, int y, uint64_t *b, uint64_t pol) {
-    if (gridDim.x != 1) return eng_tma(dst, m, x, y, b);
+// A weight box: under pol (eng_evict_first) where there is one token tile (read once per call), else plain.
+__device__ __forceinline__ void eng_tma_w(void *dst, const CUtensorMap *m, int x, int y, uint64_t *b, uint64_t pol,
+                                          bool once) {
+    if (!once) return eng_tma(dst, m, x, y, b);
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], "
                  "[%1, {%2, %3}], [%4], %5;\n" ::"r"(eng_smem(dst)),
                  "l"((uint64_t)m), "r"(x), "r"(y), "r"(eng_smem(b)), "l"(pol)

@@ -1,4 +1,6 @@
 // engram_wkv prefill kernel with tokens as the wgmma A operand: 64 tokens a warpgroup by BW weight rows a block.
+#include <limits.h>
+
 #include "kern/engram/engram_wg.cuh"
 
 #define ENG_WGT_MAXS 8
@@ -237,6 +239,7 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
             promote(u, s);
             if (u + 2 < U) issue(u + 2);
         }
+        if (P == 1) mult(s); // one part a block: the last block's products, before the next stage's first read
         eng_wg_wait<0>();
         // The slot's last products are in registers: hand it back before promoting them.
         eng_mbar_arrive(&empty[ring.slot]);
@@ -246,7 +249,9 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
     }
     for (; kt < KT; kt++) {
         split_at(kt);
-        for (int j = 0; j < 4 && kt * 4 + j < KB; j++) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) { // unrolled, so that each part's accumulator set is known at compile time
+            if (kt * 4 + j >= KB) break;
             fetch(j);
             mult(s);
 #pragma unroll
@@ -282,7 +287,7 @@ template <int BW, int NWG, int PW, int DB, int WS, int PARTS = 1>
 __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW == 4 ? 2 : 1)
     eng_wkv_wgt(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
                 const uint8_t *__restrict__ xs, const uint8_t *__restrict__ ws, uint16_t *__restrict__ y, int64_t T,
-                int64_t N, int64_t K, int stages, int fault) {
+                int64_t N, int64_t K, int stages, int tt, int tail, int sub, int fault) {
     enum { TB = 64 * NWG, SA = TB * ENG_ATOM, STAGE = wgt_tile_bytes(TB, BW), RB = wgt_groups(BW), NC = NWG * WS };
     // A stage's scales as floats: tokens [4][TB] with rows t and t + 8 of each 16 side by side, then weights [4][RB].
     enum { SCB = wgt_scale_bytes(TB, BW), NP = 32 * PW - 1, NI = (TB + NP - 1) / NP, NW = (4 * RB + NP - 1) / NP };
@@ -293,7 +298,10 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     // Stages 1024-aligned ([TB][128] tokens, [BW][128] weights), then each stage's scales (SCB bytes).
     uint8_t *base = eng_dyn + ((1024 - (eng_smem(eng_dyn) & 1023)) & 1023);
     int warp = threadIdx.x >> 5;
-    int64_t t0 = (int64_t)blockIdx.x * TB, n0 = (int64_t)blockIdx.y * BW;
+    // Tiles in order, token tiles fastest (tt a row); from tile `tail` on each is sub blocks of BW / sub rows.
+    int b = blockIdx.x, part = b >= tail ? (b - tail) % sub : 0, wide = b >= tail ? BW / sub : BW;
+    if (b >= tail) b = tail + (b - tail) / sub;
+    int64_t t0 = (int64_t)(b % tt) * TB, n0 = (int64_t)(b / tt) * BW + part * wide;
     int KB = (int)(K / 32), KT = (KB + 3) / 4;
     uint8_t *scl = base + (size_t)stages * STAGE;
     eng_ring_init(full, empty, stages, 32 * PW, 128 * NC);
@@ -337,7 +345,7 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
             if (p == 0) {
                 eng_mbar_expect(&full[s], STAGE);
                 eng_tma(st, &tx, kt * ENG_ATOM, (int)t0, &full[s]);
-                eng_tma_w(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s], pol);
+                eng_tma_w(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s], pol, tt == 1);
                 continue;
             }
 #pragma unroll
@@ -365,7 +373,14 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     // The warpgroup index as a warp-uniform value, so the descriptors stay in uniform registers.
     int c = NC == 1 ? 0 : __shfl_sync(0xffffffffu, warp >> 2, 0);
     if (NWG > 1 && t0 + 64 * c >= T) return wgt_idle(full, empty, stages, KT);
-    if constexpr (PARTS > 1 && WS == 1) {
+    if constexpr (PARTS == 4 && WS == 1) { // a block of BW / 2 or BW / 4 rows still copies BW (the tail's only)
+        if (wide == BW)
+            wgt_consume_parts<BW, NWG, BW, 0, 4>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
+        else if (wide == BW / 2)
+            wgt_consume_parts<BW, NWG, BW / 2, 0, 2>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
+        else
+            wgt_consume_parts<BW, NWG, BW / 4, 0, 1>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
+    } else if constexpr (PARTS > 1 && WS == 1) {
         wgt_consume_parts<BW, NWG, BW, 0, PARTS>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
     } else if constexpr (PARTS > 1) {
         if (c == 0)
@@ -384,16 +399,17 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
 }
 
 typedef void (*wgt_fn)(const CUtensorMap, const CUtensorMap, const uint8_t *, const uint8_t *, uint16_t *, int64_t,
-                       int64_t, int64_t, int, int);
+                       int64_t, int64_t, int, int, int, int, int);
 
-// Geometry {4, rows BW, NWG warpgroups, 128 halves + 64 (WS - 1) + 32 db + stages}; threads 128 NWG WS + 32 PW.
+// Geometry {4, rows BW, NWG warpgroups, 128 (parts - 1) + 64 (WS - 1) + 32 db + stages, t}; threads 128 NWG WS + 32 PW.
 static wgt_fn wgt_pick(const dsf_geom *g) {
-    if (g->p[3] < 0 || g->p[3] >= 256) return NULL;
+    if (g->p[3] < 0 || g->p[3] >= 512) return NULL;
     int bw = g->p[1], nwg = g->p[2], ws = g->p[3] / 64 % 2 + 1, db = g->p[3] / 32 % 2, parts = g->p[3] / 128 + 1;
     int pw = (g->threads - 128 * nwg * ws) / 32;
     if (g->threads != 128 * nwg * ws + 32 * pw || pw < 1 || (parts > 1 && db)) return NULL;
     if (parts == 2 && bw == 128 && nwg == 3 && pw == 4 && ws == 1) return eng_wkv_wgt<128, 3, 4, 0, 1, 2>;
     if (parts == 2 && bw == 224 && nwg == 1 && pw == 4 && ws == 2) return eng_wkv_wgt<224, 1, 4, 0, 2, 2>;
+    if (parts == 4 && bw == 256 && nwg == 2 && pw == 4 && ws == 1) return eng_wkv_wgt<256, 2, 4, 0, 1, 4>;
     if (parts > 1) return NULL;
     if (bw == 128 && nwg == 1 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 1, 1, 0, 1>;
     if (bw == 128 && nwg == 2 && pw == 1 && !db && ws == 1) return eng_wkv_wgt<128, 2, 1, 0, 1>;
@@ -408,6 +424,26 @@ static wgt_fn wgt_pick(const dsf_geom *g) {
     return NULL;
 }
 
+// The blocks of fn the device holds at once: its SMs times the blocks of threads and smem bytes an SM holds.
+static int wgt_slots(const void *fn, int threads, int smem, int *slots, dsf_err *e) {
+    int dev = 0, sms = 0, per = 0;
+    if (dsf_cuda_sms(&dev, &sms, e)) return -1;
+    DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, threads, (size_t)smem));
+    *slots = sms * (per > 0 ? per : 1);
+    return 0;
+}
+
+// The last wave's F mod S tiles in 1, 2 or 4 blocks each, by measured block times of a tile, half, quarter (perf.md).
+static int wgt_tail_sub(int64_t F, int S) {
+    static const int cost[3] = {100, 63, 47};
+    int64_t r = F % S, best = 0, sub = 1;
+    for (int i = 0, k = 1; i < 3; i++, k *= 2) {
+        int64_t t = (r * k + S - 1) / S * cost[i];
+        if (i == 0 || t < best) best = t, sub = k;
+    }
+    return (int)sub;
+}
+
 const void *dsf_eng_wgt_fn(const dsf_geom *g) {
     return (const void *)wgt_pick(g);
 }
@@ -418,15 +454,26 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     int bw = g->p[1], tb = 64 * g->p[2], stages = g->p[3] % 32;
     if (!fn || stages < 2 || stages > ENG_WGT_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
+    if (g->p[4] && ((g->p[4] != 2 && g->p[4] != 4) || g->p[3] / 128 != 3))
+        return dsf_fail(e, "engram_wkv geometry %s: tiles split in %d; 2 or 4 with four parts", g->name, g->p[4]);
     long need = (long)stages * (wgt_tile_bytes(tb, bw) + wgt_scale_bytes(tb, bw)) + 1024;
     CUtensorMap mx, mw;
     int rc = dsf_eng_prep(g, need, xq, w, T, N, K, tb, bw, &mx, &mw, e);
     if (rc) return rc < 0 ? -1 : 0;
-    // Token tiles vary fastest: the blocks that share a weight tile run together and read it from L2.
-    dim3 grid((unsigned)((T + tb - 1) / tb), (unsigned)((N + bw - 1) / bw));
-    if (grid.y > 65535) return dsf_fail(e, "engram_wkv: %lld rows exceed the grid", (long long)N);
     if (dsf_cuda_smem_limit((const void *)fn, g->dyn_smem, "engram_wkv", e)) return -1;
-    fn<<<grid, g->threads, g->dyn_smem, (cudaStream_t)stream>>>(mx, mw, xs, ws, y, T, N, K, stages, fault);
+    // Token tiles vary fastest: the blocks that share a weight tile run together and read it from L2.
+    int64_t tt = (T + tb - 1) / tb, F = tt * ((N + bw - 1) / bw), tail = F;
+    int sub = 1, slots = 0;
+    if (g->p[4] || g->p[3] / 128 == 3) { // four parts: split the tail, or every tile where the geometry says so
+        if (!g->p[4] && wgt_slots((const void *)fn, g->threads, g->dyn_smem, &slots, e)) return -1;
+        sub = g->p[4] ? g->p[4] : wgt_tail_sub(F, slots);
+        tail = g->p[4] ? 0 : sub == 1 ? F : F - F % slots;
+    }
+    int64_t blocks = tail + (F - tail) * sub;
+    if (blocks > INT_MAX) return dsf_fail(e, "engram_wkv: %lld tokens by %lld rows exceed the grid", (long long)T,
+                                          (long long)N);
+    fn<<<(unsigned)blocks, g->threads, g->dyn_smem, (cudaStream_t)stream>>>(mx, mw, xs, ws, y, T, N, K, stages,
+                                                                            (int)tt, (int)tail, sub, fault);
     DSF_CUDA_LAUNCHED(e, "engram_wkv");
     return 0;
 }
