@@ -229,16 +229,17 @@ static void test_wkv_geometry_refusals(void) {
     const dsf_geom hs_ws = {"wgt_hs_ws", 384, 200000, {4, 128, 1, 196}};
     const dsf_geom neg = {"wgt_neg", 512, 200000, {4, 128, 3, -124}};
     const dsf_geom tiny = {"wgt_small", 288, 4096, {4, 128, 2, 4}}, big = {"wgt_p512", 384, 206336, {4, 256, 2, 516}};
-    const dsf_geom t3 = {"wgt_t3", 384, 206336, {4, 256, 2, 388, 3}}, t2 = {"wgt_hs_t2", 512, 177408, {4, 128, 3, 132, 2}};
+    const dsf_geom t3 = {"wgt_t3", 384, 206336, {4, 256, 2, 388, 3}};
+    const dsf_geom t2 = {"wgt_hs_t2", 512, 177408, {4, 128, 3, 132, 2}};
     wkv_refuses(&odd, 32, "wgt_t296", "no such kernel variant");
     wkv_refuses(&flag, 32, "wgt_parts8", "no such kernel variant");
     wkv_refuses(&hs_db, 32, "wgt_hs_db", "no such kernel variant");
     wkv_refuses(&hs_ws, 32, "wgt_hs_ws", "no such kernel variant");
     wkv_refuses(&neg, 32, "wgt_neg", "no such kernel variant");
     wkv_refuses(&big, 32, "wgt_p512", "no such kernel variant");
-    // Tiles split in 2 or 4 blocks only, and only by the four-part kernel.
+    // Tiles split in 1, 2 or 4 blocks only, and only by the four-part kernel.
     wkv_refuses(&t3, 32, "wgt_t3", "split in 3");
-    wkv_refuses(&t2, 32, "wgt_hs_t2", "with four parts");
+    wkv_refuses(&t2, 32, "wgt_hs_t2", "four-part kernel");
     // Four stages of 256 rows of 128 bytes, 4 x 128 token and 4 x 4 weight scale floats, and the alignment.
     wkv_refuses(&tiny, 32, "wgt_small", "140544");
     wkv_refuses(dsf_engram_cuda_geom(DSF_ENG_ROLE_WKV_DECODE), 48, "multiples of 32", NULL);

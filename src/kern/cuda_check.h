@@ -22,7 +22,7 @@ int dsf_cuda_smem_limit(const void *fn, int bytes, const char *k, dsf_err *e);
 int dsf_cuda_pdl_ok(const void *fn, dsf_err *e);
 
 // The current device and its SM count (cached per device).
-int dsf_cuda_sms(int *dev, int *sms, dsf_err *e);
+int dsf_cuda_sms(int *dev, int *sms, const char *k, dsf_err *e);
 
 // The compiled function's registers, static shared memory, largest block and local bytes (cudaFuncGetAttributes).
 struct dsf_func_attrs;

@@ -14,12 +14,16 @@ int dsf_cuda_func_attrs(const void *fn, dsf_func_attrs *out, dsf_err *e) {
     return 0;
 }
 
-int dsf_cuda_sms(int *dev, int *sms, dsf_err *e) {
-    static int cache[16];
+int dsf_cuda_sms(int *dev, int *sms, const char *k, dsf_err *e) {
+    static int cache[16]; // each entry written whole, the same value by any thread (relaxed atomics)
     DSF_CUDA_TRY(e, cudaGetDevice(dev));
-    if (*dev < 0 || *dev >= 16) return dsf_fail(e, "device %d: only devices 0-15 are supported", *dev);
-    if (!cache[*dev]) DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&cache[*dev], cudaDevAttrMultiProcessorCount, *dev));
-    *sms = cache[*dev];
+    if (*dev < 0 || *dev >= 16) return dsf_fail(e, "%s: device %d: only devices 0-15 are supported", k, *dev);
+    int n = __atomic_load_n(&cache[*dev], __ATOMIC_RELAXED);
+    if (!n) {
+        DSF_CUDA_TRY(e, cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, *dev));
+        __atomic_store_n(&cache[*dev], n, __ATOMIC_RELAXED);
+    }
+    *sms = n;
     return 0;
 }
 

@@ -210,7 +210,7 @@ static int tile_max(const dsf_geom *g) { return g->p[1] == 3 ? 2 : g->p[1]; }
 static int gemm_tile(int tile, int O, int64_t rows, dsf_err *e) {
     int dev = 0, sms = 0;
     if (tile != 3) return tile;
-    if (dsf_cuda_sms(&dev, &sms, e)) return -1;
+    if (dsf_cuda_sms(&dev, &sms, "compressor", e)) return -1;
     int64_t blocks = (int64_t)((O + 127) / 128) * ((rows + 127) / 128);
     return 2 * blocks >= 3 * (int64_t)sms ? 2 : 1;
 }
@@ -223,7 +223,7 @@ extern "C" int dsf_cmp_cuda_prefill_tile(const dsf_geom *g, const dsf_cmp_layer 
 static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
     static int key[16][3], val[16], n;
     int dev = 0, per_sm = 0, sms = 0;
-    if (dsf_cuda_sms(&dev, &sms, e)) return -1;
+    if (dsf_cuda_sms(&dev, &sms, "compressor", e)) return -1;
     for (int i = 0; i < n; i++)
         if (key[i][0] == dev && key[i][1] == threads && key[i][2] == smem) return *slots = val[i], 0;
     const void *fns[] = {(const void *)cmp_fused<0, 0>, (const void *)cmp_fused<1, 0>, (const void *)cmp_fused<0, 1>};

@@ -88,8 +88,9 @@ static const dsf_geom wkv_cuda_geoms[] = {
     {"wgt_w224_x1_ws2_pw4_s5_hs", 384, 191024, {4, 224, 1, 197}},
     {"wgt_w128_x3_pw4_s4_hs", 512, 177408, {4, 128, 3, 132}},
     {"wgt_w128_x3_pw4_s5_hs", 512, 221504, {4, 128, 3, 133}},
-    // Four parts: t (p[4]) 2 or 4 splits every tile in so many blocks; 0 only the last wave's tiles, by the SM count.
+    // Four parts: t (p[4]) 1, 2 or 4 splits every tile in so many blocks; 0 only the last wave's tiles, by SM count.
     {"wgt_w256_x2_pw4_s4_p4", 384, 206336, {4, 256, 2, 388}},
+    {"wgt_w256_x2_pw4_s4_p4_t1", 384, 206336, {4, 256, 2, 388, 1}},
     {"wgt_w256_x2_pw4_s4_p4_t2", 384, 206336, {4, 256, 2, 388, 2}},
     {"wgt_w256_x2_pw4_s4_p4_t4", 384, 206336, {4, 256, 2, 388, 4}},
 };

@@ -48,7 +48,8 @@ __global__ void __launch_bounds__(128 * NWG + 32)
             if (lane == 0) {
                 eng_mbar_expect(&full[s], STAGE);
                 for (int u = 0; u < U; u++) {
-                    eng_tma_w(st + u * BM * ENG_ATOM, &tw, (kt * U + u) * ENG_ATOM, (int)n0, &full[s], pol, gridDim.x == 1);
+                    int x = (kt * U + u) * ENG_ATOM;
+                    eng_tma_w(st + u * BM * ENG_ATOM, &tw, x, (int)n0, &full[s], pol, gridDim.x == 1);
                     eng_tma(st + SA + u * BN * ENG_ATOM, &tx, (kt * U + u) * ENG_ATOM, (int)t0, &full[s]);
                 }
                 continue;

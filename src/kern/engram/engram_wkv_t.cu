@@ -302,6 +302,7 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     int b = blockIdx.x, part = b >= tail ? (b - tail) % sub : 0, wide = b >= tail ? BW / sub : BW;
     if (b >= tail) b = tail + (b - tail) / sub;
     int64_t t0 = (int64_t)(b % tt) * TB, n0 = (int64_t)(b / tt) * BW + part * wide;
+    if (n0 >= N) return; // a split tile's block past the last row (N not a multiple of BW): no rows, no barriers
     int KB = (int)(K / 32), KT = (KB + 3) / 4;
     uint8_t *scl = base + (size_t)stages * STAGE;
     eng_ring_init(full, empty, stages, 32 * PW, 128 * NC);
@@ -345,7 +346,7 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
             if (p == 0) {
                 eng_mbar_expect(&full[s], STAGE);
                 eng_tma(st, &tx, kt * ENG_ATOM, (int)t0, &full[s]);
-                eng_tma_w(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s], pol, tt == 1);
+                eng_tma_w(st + SA, &tw, kt * ENG_ATOM, (int)n0, &full[s], pol, tt == 1 && wide == BW);
                 continue;
             }
 #pragma unroll
@@ -374,12 +375,13 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     int c = NC == 1 ? 0 : __shfl_sync(0xffffffffu, warp >> 2, 0);
     if (NWG > 1 && t0 + 64 * c >= T) return wgt_idle(full, empty, stages, KT);
     if constexpr (PARTS == 4 && WS == 1) { // a block of BW / 2 or BW / 4 rows still copies BW (the tail's only)
+        enum { H = BW / 2, Q = BW / 4 };
         if (wide == BW)
             wgt_consume_parts<BW, NWG, BW, 0, 4>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
-        else if (wide == BW / 2)
-            wgt_consume_parts<BW, NWG, BW / 2, 0, 2>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
+        else if (wide == H)
+            wgt_consume_parts<BW, NWG, H, 0, 2>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
         else
-            wgt_consume_parts<BW, NWG, BW / 4, 0, 1>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
+            wgt_consume_parts<BW, NWG, Q, 0, 1>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
     } else if constexpr (PARTS > 1 && WS == 1) {
         wgt_consume_parts<BW, NWG, BW, 0, PARTS>(base, full, empty, stages, KB, KT, c, t0, n0, y, T, N, split, fault);
     } else if constexpr (PARTS > 1) {
@@ -427,7 +429,7 @@ static wgt_fn wgt_pick(const dsf_geom *g) {
 // The blocks of fn the device holds at once: its SMs times the blocks of threads and smem bytes an SM holds.
 static int wgt_slots(const void *fn, int threads, int smem, int *slots, dsf_err *e) {
     int dev = 0, sms = 0, per = 0;
-    if (dsf_cuda_sms(&dev, &sms, e)) return -1;
+    if (dsf_cuda_sms(&dev, &sms, "engram_wkv", e)) return -1;
     DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, threads, (size_t)smem));
     *slots = sms * (per > 0 ? per : 1);
     return 0;
@@ -454,24 +456,26 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     int bw = g->p[1], tb = 64 * g->p[2], stages = g->p[3] % 32;
     if (!fn || stages < 2 || stages > ENG_WGT_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
-    if (g->p[4] && ((g->p[4] != 2 && g->p[4] != 4) || g->p[3] / 128 != 3))
-        return dsf_fail(e, "engram_wkv geometry %s: tiles split in %d; 2 or 4 with four parts", g->name, g->p[4]);
+    if (g->p[4] && ((g->p[4] != 1 && g->p[4] != 2 && g->p[4] != 4) || g->p[3] / 128 != 3))
+        return dsf_fail(e, "engram_wkv geometry %s: tiles split in %d: 1, 2 or 4, by the four-part kernel only",
+                        g->name, g->p[4]);
+    // Token tiles vary fastest: the blocks that share a weight tile run together and read it from L2.
+    int64_t tt = (T + tb - 1) / tb, F = tt * ((N + bw - 1) / bw), tail = F;
+    if (F > INT_MAX / 4) // a split gives at most 4 blocks a tile
+        return dsf_fail(e, "engram_wkv geometry %s: %lld tokens by %lld rows exceed the grid", g->name, (long long)T,
+                        (long long)N);
     long need = (long)stages * (wgt_tile_bytes(tb, bw) + wgt_scale_bytes(tb, bw)) + 1024;
     CUtensorMap mx, mw;
     int rc = dsf_eng_prep(g, need, xq, w, T, N, K, tb, bw, &mx, &mw, e);
     if (rc) return rc < 0 ? -1 : 0;
     if (dsf_cuda_smem_limit((const void *)fn, g->dyn_smem, "engram_wkv", e)) return -1;
-    // Token tiles vary fastest: the blocks that share a weight tile run together and read it from L2.
-    int64_t tt = (T + tb - 1) / tb, F = tt * ((N + bw - 1) / bw), tail = F;
     int sub = 1, slots = 0;
-    if (g->p[4] || g->p[3] / 128 == 3) { // four parts: split the tail, or every tile where the geometry says so
+    if (g->p[4] || g->p[3] / 128 == 3) { // four parts: split the tail, or every tile (or none) as the geometry says
         if (!g->p[4] && wgt_slots((const void *)fn, g->threads, g->dyn_smem, &slots, e)) return -1;
         sub = g->p[4] ? g->p[4] : wgt_tail_sub(F, slots);
-        tail = g->p[4] ? 0 : sub == 1 ? F : F - F % slots;
+        tail = sub == 1 ? F : g->p[4] ? 0 : F - F % slots;
     }
     int64_t blocks = tail + (F - tail) * sub;
-    if (blocks > INT_MAX) return dsf_fail(e, "engram_wkv: %lld tokens by %lld rows exceed the grid", (long long)T,
-                                          (long long)N);
     fn<<<(unsigned)blocks, g->threads, g->dyn_smem, (cudaStream_t)stream>>>(mx, mw, xs, ws, y, T, N, K, stages,
                                                                             (int)tt, (int)tail, sub, fault);
     DSF_CUDA_LAUNCHED(e, "engram_wkv");
