@@ -202,6 +202,40 @@ static void test_corrupt_tables(void) {
     rmdir(dir);
 }
 
+// The tokens-as-A grid: every 8-row chunk of every token tile falls in exactly one block, at any split and tail.
+static void test_wgt_tiles(void) {
+    static unsigned char seen[40][160];
+    const int Ts[] = {1, 64, 127, 128, 129, 200, 256, 300, 4096, 4160}, subs[] = {1, 2, 4};
+    for (int it = 0; it < 10; it++)
+        for (int N = 32; N <= 1280; N += 32)
+            for (int is = 0; is < 3; is++) {
+                int tt = (Ts[it] + 127) / 128, F = tt * ((N + 255) / 256), sub = subs[is];
+                const int tails[] = {0, 1, F / 3, F - 1, F};
+                for (int ia = 0; ia < 5; ia++) {
+                    int tail = tails[ia] < 0 ? 0 : tails[ia], blocks = tail + (F - tail) * sub, bad = 0;
+                    memset(seen, 0, sizeof seen);
+                    for (int b = 0; b < blocks; b++) {
+                        int tile = -1;
+                        int64_t n0 = -1;
+                        int wide = dsf_eng_wgt_tile(b, tt, tail, sub, 256, &tile, &n0);
+                        bad |= tile < 0 || tile >= tt || n0 % 64 || wide != (b < tail ? 256 : 256 / sub);
+                        for (int64_t r = n0; !bad && r < n0 + wide && r < N; r += 8) seen[tile][r / 8]++;
+                    }
+                    for (int t = 0; t < tt; t++)
+                        for (int c = 0; c < N / 8; c++) bad |= seen[t][c] != 1;
+                    TEST_ASSERT_MSG(!bad, "T %d, N %d, sub %d, tail %d of %d", Ts[it], N, sub, tail, F);
+                }
+            }
+    // The tail's blocks fit one wave: 4096 tokens (3200 tiles on 132) in quarters; 68 last tiles stay whole.
+    TEST_ASSERT(dsf_eng_wgt_tail_sub(3200, 132) == 4 && dsf_eng_wgt_tail_sub(800, 132) == 4);
+    TEST_ASSERT(dsf_eng_wgt_tail_sub(200, 132) == 1 && dsf_eng_wgt_tail_sub(264, 132) == 1);
+    TEST_ASSERT(dsf_eng_wgt_tail_sub(60, 132) == 2 && dsf_eng_wgt_tail_sub(100, 132) == 1);
+    for (int64_t F = 1; F < 2000; F++) {
+        int sub = dsf_eng_wgt_tail_sub(F, 132);
+        TEST_ASSERT_MSG(sub == 1 || (F % 132) * sub <= 132, "%lld tiles: %d blocks each", (long long)F, sub);
+    }
+}
+
 #ifdef DSF_HAVE_CUDA
 // The CUDA GEMM refuses g (1 token, 32 x 32) before touching the device, naming g, `what` and `also` (if given).
 static void wkv_refuses(const dsf_geom *g, int64_t K, const char *what, const char *also) {
@@ -308,6 +342,7 @@ int main(void) {
     TEST_RUN(test_chunked_and_rollback);
     TEST_RUN(test_map_file);
     TEST_RUN(test_corrupt_tables);
+    TEST_RUN(test_wgt_tiles);
 #ifdef DSF_HAVE_CUDA
     TEST_RUN(test_wkv_geometry_refusals);
     TEST_RUN(test_wkv_engine_geoms);

@@ -59,6 +59,26 @@ DSF_HD float dsf_eng_gate_value(float s_hh, float s_kk, float s_d, float fd, flo
     return 1.0f / DSF_ENG_ADD(1.0f, expf(-x));
 }
 
+// Tokens-as-A block b: its token tile and first row, and its rows (returned); tiles from `tail` on split in sub blocks.
+DSF_HD int dsf_eng_wgt_tile(int b, int tt, int tail, int sub, int bw, int *tile, int64_t *n0) {
+    // Tiles in order, token tiles fastest (tt of them to a row of bw weight rows).
+    int part = b >= tail ? (b - tail) % sub : 0, wide = b >= tail ? bw / sub : bw;
+    if (b >= tail) b = tail + (b - tail) / sub;
+    *tile = b % tt, *n0 = (int64_t)(b / tt) * bw + part * wide;
+    return wide;
+}
+
+// Blocks a tile of the last wave (F mod S tiles on S slots): 1, 2 or 4, by measured block times (perf.md, Four parts).
+static inline int dsf_eng_wgt_tail_sub(int64_t F, int S) {
+    static const int cost[3] = {100, 63, 47};
+    int64_t r = F % S, best = 0, sub = 1;
+    for (int i = 0, k = 1; i < 3; i++, k *= 2) {
+        int64_t t = (r * k + S - 1) / S * cost[i];
+        if (i == 0 || t < best) best = t, sub = k;
+    }
+    return (int)sub;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -298,10 +298,10 @@ __global__ void __launch_bounds__(128 * NWG * WS + 32 * PW, NWG * WS == 1 && PW 
     // Stages 1024-aligned ([TB][128] tokens, [BW][128] weights), then each stage's scales (SCB bytes).
     uint8_t *base = eng_dyn + ((1024 - (eng_smem(eng_dyn) & 1023)) & 1023);
     int warp = threadIdx.x >> 5;
-    // Tiles in order, token tiles fastest (tt a row); from tile `tail` on each is sub blocks of BW / sub rows.
-    int b = blockIdx.x, part = b >= tail ? (b - tail) % sub : 0, wide = b >= tail ? BW / sub : BW;
-    if (b >= tail) b = tail + (b - tail) / sub;
-    int64_t t0 = (int64_t)(b % tt) * TB, n0 = (int64_t)(b / tt) * BW + part * wide;
+    int tile;
+    int64_t n0;
+    int wide = dsf_eng_wgt_tile(blockIdx.x, tt, tail, sub, BW, &tile, &n0);
+    int64_t t0 = (int64_t)tile * TB;
     if (n0 >= N) return; // a split tile's block past the last row (N not a multiple of BW): no rows, no barriers
     int KB = (int)(K / 32), KT = (KB + 3) / 4;
     uint8_t *scl = base + (size_t)stages * STAGE;
@@ -435,17 +435,6 @@ static int wgt_slots(const void *fn, int threads, int smem, int *slots, dsf_err 
     return 0;
 }
 
-// The last wave's F mod S tiles in 1, 2 or 4 blocks each, by measured block times of a tile, half, quarter (perf.md).
-static int wgt_tail_sub(int64_t F, int S) {
-    static const int cost[3] = {100, 63, 47};
-    int64_t r = F % S, best = 0, sub = 1;
-    for (int i = 0, k = 1; i < 3; i++, k *= 2) {
-        int64_t t = (r * k + S - 1) / S * cost[i];
-        if (i == 0 || t < best) best = t, sub = k;
-    }
-    return (int)sub;
-}
-
 const void *dsf_eng_wgt_fn(const dsf_geom *g) {
     return (const void *)wgt_pick(g);
 }
@@ -472,7 +461,7 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     int sub = 1, slots = 0;
     if (g->p[4] || g->p[3] / 128 == 3) { // four parts: split the tail, or every tile (or none) as the geometry says
         if (!g->p[4] && wgt_slots((const void *)fn, g->threads, g->dyn_smem, &slots, e)) return -1;
-        sub = g->p[4] ? g->p[4] : wgt_tail_sub(F, slots);
+        sub = g->p[4] ? g->p[4] : dsf_eng_wgt_tail_sub(F, slots);
         tail = sub == 1 ? F : g->p[4] ? 0 : F - F % slots;
     }
     int64_t blocks = tail + (F - tail) * sub;
