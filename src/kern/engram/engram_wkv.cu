@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(128 * NWG + 32)
                 for (int u = 0; u < U; u++) {
                     int x = (kt * U + u) * ENG_ATOM;
                     eng_tma_w(st + u * BM * ENG_ATOM, &tw, x, (int)n0, &full[s], pol, gridDim.x == 1);
-                    eng_tma(st + SA + u * BN * ENG_ATOM, &tx, (kt * U + u) * ENG_ATOM, (int)t0, &full[s]);
+                    eng_tma(st + SA + u * BN * ENG_ATOM, &tx, x, (int)t0, &full[s]);
                 }
                 continue;
             }
