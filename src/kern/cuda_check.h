@@ -24,6 +24,9 @@ int dsf_cuda_pdl_ok(const void *fn, dsf_err *e);
 // The current device and its SM count (cached per device).
 int dsf_cuda_sms(int *dev, int *sms, const char *k, dsf_err *e);
 
+// Blocks of fn (threads each, smem bytes of dynamic shared memory, its limit raised) the current device holds at once.
+int dsf_cuda_slots(const void *fn, int threads, int smem, const char *k, int *slots, dsf_err *e);
+
 // The compiled function's registers, static shared memory, largest block and local bytes (cudaFuncGetAttributes).
 struct dsf_func_attrs;
 int dsf_cuda_func_attrs(const void *fn, struct dsf_func_attrs *out, dsf_err *e);

@@ -84,3 +84,28 @@ int dsf_cuda_smem_limit(const void *fn, int bytes, const char *k, dsf_err *e) {
     pthread_mutex_unlock(&c.mu);
     return rc;
 }
+
+int dsf_cuda_slots(const void *fn, int threads, int smem, const char *k, int *slots, dsf_err *e) {
+    static struct {
+        pthread_mutex_t mu;
+        const void *fn[64];
+        int key[64][3], val[64], n;
+    } c = {PTHREAD_MUTEX_INITIALIZER};
+    int dev = 0, sms = 0, per = 0, i;
+    if (dsf_cuda_sms(&dev, &sms, k, e) || dsf_cuda_smem_limit(fn, smem, k, e)) return -1;
+    pthread_mutex_lock(&c.mu);
+    for (i = 0; i < c.n; i++)
+        if (c.fn[i] == fn && c.key[i][0] == dev && c.key[i][1] == threads && c.key[i][2] == smem) break;
+    int hit = i < c.n, v = hit ? c.val[i] : 0;
+    pthread_mutex_unlock(&c.mu);
+    if (hit) return *slots = v, 0;
+    DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, threads, (size_t)smem));
+    *slots = per * sms;
+    pthread_mutex_lock(&c.mu);
+    if (c.n < 64) {
+        c.fn[c.n] = fn, c.key[c.n][0] = dev, c.key[c.n][1] = threads, c.key[c.n][2] = smem;
+        c.val[c.n++] = *slots;
+    }
+    pthread_mutex_unlock(&c.mu);
+    return 0;
+}

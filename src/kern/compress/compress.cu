@@ -219,22 +219,14 @@ extern "C" int dsf_cmp_cuda_prefill_tile(const dsf_geom *g, const dsf_cmp_layer 
     return geom_check(g, e) ? -1 : gemm_tile(g->p[1], dsf_cmp_proj_outputs(L), rows, e);
 }
 
-// Blocks of cmp_fused the device holds at once (cached per device, threads and the staged instance's shared memory).
+// Blocks of cmp_fused the device holds at once: the fewest of its three instances, each at the memory it launches with.
 static int fused_slots(int threads, int smem, int *slots, dsf_err *e) {
-    static int key[16][3], val[16], n;
-    int dev = 0, per_sm = 0, sms = 0;
-    if (dsf_cuda_sms(&dev, &sms, "compressor", e)) return -1;
-    for (int i = 0; i < n; i++)
-        if (key[i][0] == dev && key[i][1] == threads && key[i][2] == smem) return *slots = val[i], 0;
     const void *fns[] = {(const void *)cmp_fused<0, 0>, (const void *)cmp_fused<1, 0>, (const void *)cmp_fused<0, 1>};
-    for (int f = 0; f < 3; f++) { // the fewest of the three, each at the memory it is launched with
-        int per = 0, fs = f == 2 ? smem : 0;
-        if (dsf_cuda_smem_limit(fns[f], fs, "cmp_fused", e)) return -1;
-        DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fns[f], threads, (size_t)fs));
-        per_sm = f == 0 || per < per_sm ? per : per_sm;
+    for (int f = 0; f < 3; f++) {
+        int s = 0;
+        if (dsf_cuda_slots(fns[f], threads, f == 2 ? smem : 0, "cmp_fused", &s, e)) return -1;
+        *slots = f == 0 || s < *slots ? s : *slots;
     }
-    *slots = per_sm * sms;
-    if (n < 16) key[n][0] = dev, key[n][1] = threads, key[n][2] = smem, val[n++] = *slots;
     return 0;
 }
 

@@ -426,15 +426,6 @@ static wgt_fn wgt_pick(const dsf_geom *g) {
     return NULL;
 }
 
-// The blocks of fn the device holds at once: its SMs times the blocks of threads and smem bytes an SM holds.
-static int wgt_slots(const void *fn, int threads, int smem, int *slots, dsf_err *e) {
-    int dev = 0, sms = 0, per = 0;
-    if (dsf_cuda_sms(&dev, &sms, "engram_wkv", e)) return -1;
-    DSF_CUDA_TRY(e, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, threads, (size_t)smem));
-    *slots = sms * (per > 0 ? per : 1);
-    return 0;
-}
-
 const void *dsf_eng_wgt_fn(const dsf_geom *g) {
     return (const void *)wgt_pick(g);
 }
@@ -445,7 +436,8 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     int bw = g->p[1], tb = 64 * g->p[2], stages = g->p[3] % 32;
     if (!fn || stages < 2 || stages > ENG_WGT_MAXS)
         return dsf_fail(e, "engram_wkv geometry %s: no such kernel variant", g->name);
-    if (g->p[4] && ((g->p[4] != 1 && g->p[4] != 2 && g->p[4] != 4) || g->p[3] / 128 != 3))
+    int parts = g->p[3] / 128 + 1;
+    if (g->p[4] && ((g->p[4] != 1 && g->p[4] != 2 && g->p[4] != 4) || parts != 4))
         return dsf_fail(e, "engram_wkv geometry %s: tiles split in %d: 1, 2 or 4, by the four-part kernel only",
                         g->name, g->p[4]);
     // Token tiles vary fastest: the blocks that share a weight tile run together and read it from L2.
@@ -459,9 +451,9 @@ int dsf_eng_wgt_launch(void *stream, const dsf_geom *g, const uint8_t *xq, const
     if (rc) return rc < 0 ? -1 : 0;
     if (dsf_cuda_smem_limit((const void *)fn, g->dyn_smem, "engram_wkv", e)) return -1;
     int sub = 1, slots = 0;
-    if (g->p[4] || g->p[3] / 128 == 3) { // four parts: split the tail, or every tile (or none) as the geometry says
-        if (!g->p[4] && wgt_slots((const void *)fn, g->threads, g->dyn_smem, &slots, e)) return -1;
-        sub = g->p[4] ? g->p[4] : dsf_eng_wgt_tail_sub(F, slots);
+    if (g->p[4] || parts == 4) { // four parts: split the tail, or every tile (or none) as the geometry says
+        if (!g->p[4] && dsf_cuda_slots((const void *)fn, g->threads, g->dyn_smem, "engram_wkv", &slots, e)) return -1;
+        sub = g->p[4] ? g->p[4] : dsf_eng_wgt_tail_sub(F, slots > 0 ? slots : 1);
         tail = sub == 1 ? F : g->p[4] ? 0 : F - F % slots;
     }
     int64_t blocks = tail + (F - tail) * sub;
