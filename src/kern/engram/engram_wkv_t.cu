@@ -11,16 +11,19 @@ __host__ __device__ constexpr int wgt_groups(int bw) { return bw % 32 ? (bw + 55
 __host__ __device__ constexpr int wgt_tile_bytes(int tb, int bw) { return (tb + bw) * ENG_ATOM; }
 __host__ __device__ constexpr int wgt_scale_bytes(int tb, int bw) { return 16 * tb + 16 * wgt_groups(bw); }
 
-// A consumer's place in the ring: the slot's tiles (st) and scales (sc) and the slot's parity.
+// A consumer's place in the ring: the slot's tiles (as the descriptor dt of their start), scales (sc) and parity.
 template <int STAGE, int SCB> struct wgt_ring {
-    const uint8_t *base, *scl, *st, *sc;
+    const uint8_t *scl, *sc;
+    uint64_t d0, dt;
     int slot, phase;
     __device__ __forceinline__ wgt_ring(const uint8_t *b, int stages)
-        : base(b), scl(b + (size_t)stages * STAGE), st(b), sc(b + (size_t)stages * STAGE), slot(0), phase(0) {}
+        : scl(b + (size_t)stages * STAGE), sc(scl), d0(eng_desc(b)), dt(d0), slot(0), phase(0) {}
+    // The descriptor of the operand `bytes` into the slot's tiles, k32 block j along K (no carry: below 256 KB).
+    __device__ __forceinline__ uint64_t desc(int bytes, int j) const { return dt + (uint64_t)((bytes >> 4) + 2 * j); }
     // To the next slot, whose stage is then waited for when there is one (kt + 1 < KT).
     __device__ __forceinline__ void advance(uint64_t *full, int stages, int kt, int KT) {
         if (++slot == stages) slot = 0, phase ^= 1;
-        st = base + (size_t)slot * STAGE, sc = scl + (size_t)slot * SCB;
+        sc = scl + (size_t)slot * SCB, dt = d0 + (uint64_t)(slot * (STAGE >> 4));
         if (kt + 1 < KT) eng_mbar_wait<ENG_SLEEP_NS>(&full[slot], phase);
     }
 };
@@ -111,7 +114,7 @@ __device__ __forceinline__ void wgt_consume(const uint8_t *base, uint64_t *full,
     // Block j (of 4) of the current stage into dd, as one commit group.
     auto issue = [&](int j, float(&dd)[R]) {
         eng_wg_fence();
-        eng_wgmma(dd, eng_desc(ring.st + wg * 64 * ENG_ATOM) + 2 * j, eng_desc(ring.st + SA + OFF * ENG_ATOM) + 2 * j);
+        eng_wgmma(dd, ring.desc(wg * 64 * ENG_ATOM, j), ring.desc(SA + OFF * ENG_ATOM, j));
         eng_wg_commit();
     };
     wgt_scales<TB, RB, G0, NG> sv;
@@ -200,8 +203,8 @@ __device__ __forceinline__ void wgt_consume_parts(const uint8_t *base, uint64_t 
     // Unit u of the stage: block u / P, part u % P (rows OFF + (u % P) W / P on), into d[u % 2], one commit group.
     auto issue = [&](int u) {
         eng_wg_fence();
-        eng_wgmma(d[u % 2], eng_desc(ring.st + wg * 64 * ENG_ATOM) + 2 * (u / P),
-                  eng_desc(ring.st + SA + (OFF + (u % P) * (W / P)) * ENG_ATOM) + 2 * (u / P));
+        eng_wgmma(d[u % 2], ring.desc(wg * 64 * ENG_ATOM, u / P),
+                  ring.desc(SA + (OFF + (u % P) * (W / P)) * ENG_ATOM, u / P));
         eng_wg_commit();
     };
     // Block j's scales: read one part ahead of their use (fetch), multiplied when block j starts (mult).
