@@ -28,6 +28,10 @@ typedef struct bctx {
     void *scratch;
     size_t scratch_bytes;
     float *probe;
+    const void *rsrc; // cmp_read_probe's bytes (rn16 vectors), blocks and ticket words
+    int64_t rn16;
+    int rblocks;
+    unsigned *rscr;
 } bctx;
 
 static dsf_geom geom; // dsf_cmp_geom_cuda, or the path and tile given on the command line
@@ -45,6 +49,28 @@ static int run_probe(void *p) {
     bctx *c = p;
     dsf_err e = {{0}};
     return dsf_cmp_cuda_fma_probe(c->st, 132 * 16, 4096, c->probe, &e);
+}
+
+static int run_read(void *p) {
+    bctx *c = p;
+    dsf_err e = {{0}};
+    return dsf_cmp_cuda_read_probe(c->st, c->rblocks, c->rsrc, c->rn16, c->rscr, &e);
+}
+static double graph_us(cudaStream_t st, call_fn fn, void *ctx) {
+    return dsf_bench_graph_median_us(st, fn, ctx, 3, TRIALS, REPS);
+}
+
+// The read probe over `bytes` (at most 64 MB): the best of four grid sizes, by stream (*st_us) and as a graph.
+static void read_probe(bctx *c, double bytes, double *st_us, double *graph) {
+    static const int grids[] = {132, 264, 528, 1056};
+    c->rn16 = (int64_t)(bytes / 16);
+    *st_us = *graph = 1e30;
+    for (int i = 0; i < 4; i++) {
+        c->rblocks = grids[i];
+        double s = time_us(c->st, run_read, c), g = graph_us(c->st, run_read, c);
+        *st_us = s < *st_us ? s : *st_us, *graph = g > 0 && g < *graph ? g : *graph;
+    }
+    if (*graph > 1e29) *graph = -1.0;
 }
 
 // Fills n bf16 at d with values seeded by n alone, so a refill restores the same contents.
@@ -126,6 +152,19 @@ int main(int argc, char **argv) {
     double fma_tf = 132.0 * 16 * 256 * 4096 * 8 * 2 / (time_us(c.st, run_probe, &c) * 1e6);
     printf("copy %.0f GB/s (read+write), fp32 FMA %.1f TFLOP/s; path %d tile %d gemv %d key blocks %d entries %d\n",
            copy_gbs, fma_tf, geom.p[0], geom.p[1], geom.p[3], geom.p[4], geom.p[2]);
+    // What any one-launch call pays: the bare launch and ticket, by stream and from a CUDA graph (perf.md, issue 4).
+    void *rbuf;
+    CK(cudaMalloc(&rbuf, (size_t)64 << 20));
+    CK(cudaMemset(rbuf, 1, (size_t)64 << 20));
+    CK(cudaMalloc((void **)&c.rscr, 4096 * 4));
+    CK(cudaMemset(c.rscr, 0, 4096 * 4));
+    c.rsrc = rbuf;
+    for (int k = 0; k < 3; k++) { // an empty kernel of 1 and 132 blocks, then 132 blocks meeting at the ticket
+        static const char *what[] = {"empty_1", "empty_132", "ticket_132"};
+        c.rn16 = k < 2 ? -1 : 0, c.rblocks = k ? 132 : 1;
+        printf("BENCH launch_%s_us %.2f\nBENCH launch_%s_graph_us %.2f\n", what[k], time_us(c.st, run_read, &c),
+               what[k], graph_us(c.st, run_read, &c));
+    }
     printf("%-10s %5s %10s %10s %10s %9s %8s %8s %8s\n", "variant", "rows", "median_us", "MB", "GFLOP", "GB/s",
            "bw_ratio", "TFLOP/s", "fma_rat");
     for (size_t vi = 0; vi < sizeof vs / sizeof vs[0]; vi++) {
@@ -197,6 +236,14 @@ int main(int argc, char **argv) {
             // How long power held the clocks down while this row was timed (-1: NVML cannot tell; bench_util.h).
             printf("BENCH %s_%d%s_power_capped_ms %.1f\n", v->name, rows, quiet ? "q" : "",
                    dsf_bench_capped_ms(cap0, cap1));
+            if (!pre) // decode calls from a CUDA graph, as an engine that captures its decode step would launch them
+                printf("BENCH %s_%d%s_graph_us %.2f\n", v->name, rows, quiet ? "q" : "", graph_us(c.st, run_cmp, &c));
+            if (!pre && !quiet && rows == 1) { // the least a call reading the same bytes can take (the read probe)
+                double rs, rg;
+                read_probe(&c, bytes, &rs, &rg);
+                printf("BENCH %s_1_read_probe_us %.2f\nBENCH %s_1_read_probe_graph_us %.2f\n", v->name, rs, v->name,
+                       rg);
+            }
             uint64_t h = digest(&c, rings, ring_n, kv, kv_bytes, ik, ik_bytes);
             printf("BENCH %s_%d%s_digest %016llx\n", v->name, rows, quiet ? "q" : "", (unsigned long long)h);
             if (digest(&c, rings, ring_n, kv, kv_bytes, ik, ik_bytes) != h)
@@ -206,6 +253,7 @@ int main(int argc, char **argv) {
             free(row0), free(pos), free(j0), free(ptr);
         }
     }
+    cudaFree(rbuf), cudaFree(c.rscr);
     return 0;
 }
 #endif

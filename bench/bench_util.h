@@ -70,6 +70,36 @@ static inline double dsf_bench_median_us(cudaStream_t st, int (*fn)(void *ctx), 
     return ms[trials / 2] * 1e3 / reps;
 }
 
+// As dsf_bench_median_us with the `reps` calls captured once as a CUDA graph, launched whole; -1 if they cannot be.
+static inline double dsf_bench_graph_median_us(cudaStream_t st, int (*fn)(void *ctx), void *ctx, int warm, int trials,
+                                               int reps) {
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    cudaEvent_t a, b;
+    float ms[64];
+    int bad = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) != cudaSuccess;
+    for (int i = 0; i < reps && !bad; i++) bad = fn(ctx) != 0;
+    cudaError_t rc = cudaStreamEndCapture(st, &g);
+    if (bad || rc != cudaSuccess || cudaGraphInstantiate(&x, g, 0) != cudaSuccess) {
+        fprintf(stderr, "graph capture failed: %s\n", cudaGetErrorString(rc != cudaSuccess ? rc : cudaGetLastError()));
+        if (g) cudaGraphDestroy(g);
+        return -1.0;
+    }
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int w = 0; w < warm; w++) CK(cudaGraphLaunch(x, st));
+    for (int t = 0; t < trials; t++) {
+        CK(cudaEventRecord(a, st));
+        CK(cudaGraphLaunch(x, st));
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&ms[t], a, b));
+    }
+    qsort(ms, (size_t)trials, sizeof(float), dsf_bench_cmp_f);
+    cudaEventDestroy(a), cudaEventDestroy(b), cudaGraphExecDestroy(x), cudaGraphDestroy(g);
+    return ms[trials / 2] * 1e3 / reps;
+}
+
 typedef struct dsf_bench_copy {
     cudaStream_t st;
     void *src, *dst;
