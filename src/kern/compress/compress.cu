@@ -500,11 +500,10 @@ extern "C" int dsf_cmp_cuda_fma_probe(void *stream, int blocks, int iters, float
     return launch((const void *)cmp_fma_probe, dim3((unsigned)blocks), 256, 0, stream, args, "cmp_fma_probe", e);
 }
 
-// Benchmark probe, the least a one-launch decode does: read n16 vectors, fold them, the last block joins the partials.
-__global__ void cmp_read_probe(const uint4 *src, int64_t n16, unsigned *ticket, unsigned *part) {
+// Benchmark probe, the least a one-launch decode does: read n16 vectors, fold them, the last block reads the join.
+__global__ void cmp_read_probe(const uint4 *src, int64_t n16, unsigned *ticket, unsigned *out) {
     if (n16 < 0) return;
     __shared__ unsigned wp[32];
-    __shared__ int last;
     unsigned x = 0;
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, step = (int64_t)gridDim.x * blockDim.x;
     for (; i + 3 * step < n16; i += 4 * step) {
@@ -521,25 +520,18 @@ __global__ void cmp_read_probe(const uint4 *src, int64_t n16, unsigned *ticket, 
     for (int o = 16; o; o >>= 1) x ^= __shfl_xor_sync(0xffffffffu, x, o);
     if ((threadIdx.x & 31) == 0) wp[threadIdx.x >> 5] = x;
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0) { // the partials meet in one word (an xor, so any order), then the ticket
         for (int w = 1; w < (int)(blockDim.x >> 5); w++) x ^= wp[w];
-        part[1 + blockIdx.x] = x;
+        atomicXor(out + 1, x);
         __threadfence();
-        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+        if (atomicAdd(ticket, 1u) == gridDim.x - 1) *ticket = 0, out[0] = atomicXor(out + 1, 0u);
     }
-    __syncthreads();
-    if (!last) return;
-    x = 0;
-    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) x ^= __ldcg(part + 1 + b);
-    for (int o = 16; o; o >>= 1) x ^= __shfl_xor_sync(0xffffffffu, x, o);
-    if ((threadIdx.x & 31) == 0) atomicXor(part, x);
-    if (threadIdx.x == 0) *ticket = 0;
 }
 
-// cmp_read_probe over n16 vectors at src in `blocks` blocks (scratch: blocks + 2 zeroed words); n16 < 0: empty.
+// cmp_read_probe over n16 vectors at src in `blocks` blocks (scratch: 3 zeroed words); n16 < 0: an empty kernel.
 extern "C" int dsf_cmp_cuda_read_probe(void *stream, int blocks, const void *src, int64_t n16, unsigned *scratch,
                                        dsf_err *e) {
-    unsigned *part = scratch + 1;
-    void *args[] = {&src, &n16, &scratch, &part};
+    unsigned *out = scratch + 1;
+    void *args[] = {&src, &n16, &scratch, &out};
     return launch((const void *)cmp_read_probe, dim3((unsigned)blocks), 256, 0, stream, args, "cmp_read_probe", e);
 }
