@@ -28,7 +28,7 @@ typedef struct bctx {
     void *scratch;
     size_t scratch_bytes;
     float *probe;
-    const void *rsrc; // cmp_read_probe's bytes (rn16 vectors), blocks and ticket words
+    const void *rsrc; // cmp_read_probe's bytes (rn16 vectors), blocks and its 3 words (ticket, join)
     int64_t rn16;
     int rblocks;
     unsigned *rscr;
@@ -54,7 +54,11 @@ static int run_probe(void *p) {
 static int run_read(void *p) {
     bctx *c = p;
     dsf_err e = {{0}};
-    return dsf_cmp_cuda_read_probe(c->st, c->rblocks, c->rsrc, c->rn16, c->rscr, &e);
+    if (dsf_cmp_cuda_read_probe(c->st, c->rblocks, c->rsrc, c->rn16, c->rscr, &e)) {
+        fprintf(stderr, "read probe: %s\n", e.msg);
+        return -1;
+    }
+    return 0;
 }
 static double graph_us(cudaStream_t st, call_fn fn, void *ctx) {
     return dsf_bench_graph_median_us(st, fn, ctx, 3, TRIALS, REPS);
@@ -63,7 +67,7 @@ static double graph_us(cudaStream_t st, call_fn fn, void *ctx) {
 // The read probe over `bytes` (at most 64 MB): best of four grids by stream and as a graph; 16 blocks as a graph.
 static void read_probe(bctx *c, double bytes, double *st_us, double *graph, double *g16) {
     static const int grids[] = {132, 264, 528, 1056};
-    c->rn16 = (int64_t)(bytes / 16);
+    c->rn16 = (int64_t)((bytes < (64 << 20) ? bytes : (64 << 20)) / 16);
     c->rblocks = 16;
     *g16 = graph_us(c->st, run_read, c);
     *st_us = *graph = 1e30;
@@ -158,8 +162,8 @@ int main(int argc, char **argv) {
     void *rbuf;
     CK(cudaMalloc(&rbuf, (size_t)64 << 20));
     CK(cudaMemset(rbuf, 1, (size_t)64 << 20));
-    CK(cudaMalloc((void **)&c.rscr, 4096 * 4));
-    CK(cudaMemset(c.rscr, 0, 4096 * 4));
+    CK(cudaMalloc((void **)&c.rscr, 16));
+    CK(cudaMemset(c.rscr, 0, 16));
     c.rsrc = rbuf;
     for (int k = 0; k < 3; k++) { // an empty kernel of 1 and 132 blocks, then 132 blocks meeting at the ticket
         static const char *what[] = {"empty_1", "empty_132", "ticket_132"};

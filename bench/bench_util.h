@@ -70,34 +70,38 @@ static inline double dsf_bench_median_us(cudaStream_t st, int (*fn)(void *ctx), 
     return ms[trials / 2] * 1e3 / reps;
 }
 
+typedef struct dsf_bench_graph {
+    cudaStream_t st;
+    cudaGraphExec_t x;
+} dsf_bench_graph;
+
+static inline int dsf_bench_graph_run(void *p) {
+    dsf_bench_graph *g = p;
+    return cudaGraphLaunch(g->x, g->st) != cudaSuccess;
+}
+
 // As dsf_bench_median_us with the `reps` calls captured once as a CUDA graph, launched whole; -1 if they cannot be.
 static inline double dsf_bench_graph_median_us(cudaStream_t st, int (*fn)(void *ctx), void *ctx, int warm, int trials,
                                                int reps) {
     cudaGraph_t g = NULL;
-    cudaGraphExec_t x = NULL;
-    cudaEvent_t a, b;
-    float ms[64];
-    int bad = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) != cudaSuccess;
-    for (int i = 0; i < reps && !bad; i++) bad = fn(ctx) != 0;
-    cudaError_t rc = cudaStreamEndCapture(st, &g);
-    if (bad || rc != cudaSuccess || cudaGraphInstantiate(&x, g, 0) != cudaSuccess) {
-        fprintf(stderr, "graph capture failed: %s\n", cudaGetErrorString(rc != cudaSuccess ? rc : cudaGetLastError()));
+    dsf_bench_graph run = {st, NULL};
+    cudaError_t rc = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
+    int bad = 0;
+    if (rc == cudaSuccess) {
+        for (int i = 0; i < reps && !bad; i++) bad = fn(ctx) != 0;
+        cudaError_t end = cudaStreamEndCapture(st, &g);
+        if (!bad && end == cudaSuccess) rc = cudaGraphInstantiate(&run.x, g, 0);
+        else rc = end;
+    }
+    if (bad || rc != cudaSuccess) {
+        fprintf(stderr, "graph capture failed: %s\n", bad ? "a captured call failed" : cudaGetErrorString(rc));
+        (void)cudaGetLastError(); // the failed capture's error is not the next launch's
         if (g) cudaGraphDestroy(g);
         return -1.0;
     }
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int w = 0; w < warm; w++) CK(cudaGraphLaunch(x, st));
-    for (int t = 0; t < trials; t++) {
-        CK(cudaEventRecord(a, st));
-        CK(cudaGraphLaunch(x, st));
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        CK(cudaEventElapsedTime(&ms[t], a, b));
-    }
-    qsort(ms, (size_t)trials, sizeof(float), dsf_bench_cmp_f);
-    cudaEventDestroy(a), cudaEventDestroy(b), cudaGraphExecDestroy(x), cudaGraphDestroy(g);
-    return ms[trials / 2] * 1e3 / reps;
+    double us = dsf_bench_median_us(st, dsf_bench_graph_run, &run, warm, trials, 1) / reps;
+    cudaGraphExecDestroy(run.x), cudaGraphDestroy(g);
+    return us;
 }
 
 typedef struct dsf_bench_copy {

@@ -520,17 +520,24 @@ __global__ void cmp_read_probe(const uint4 *src, int64_t n16, unsigned *ticket, 
     for (int o = 16; o; o >>= 1) x ^= __shfl_xor_sync(0xffffffffu, x, o);
     if ((threadIdx.x & 31) == 0) wp[threadIdx.x >> 5] = x;
     __syncthreads();
-    if (threadIdx.x == 0) { // the partials meet in one word (an xor, so any order), then the ticket
+    if (threadIdx.x == 0) { // the partials meet in one word (an xor, so any order), then the ticket, as last_of does
         for (int w = 1; w < (int)(blockDim.x >> 5); w++) x ^= wp[w];
         atomicXor(out + 1, x);
         __threadfence();
-        if (atomicAdd(ticket, 1u) == gridDim.x - 1) *ticket = 0, out[0] = atomicXor(out + 1, 0u);
+        if (atomicAdd(ticket, 1u) == gridDim.x - 1) {
+            *ticket = 0;
+            __threadfence();
+            out[0] = atomicExch(out + 1, 0u); // the join, and the word cleared for the next call
+        }
     }
 }
 
 // cmp_read_probe over n16 vectors at src in `blocks` blocks (scratch: 3 zeroed words); n16 < 0: an empty kernel.
 extern "C" int dsf_cmp_cuda_read_probe(void *stream, int blocks, const void *src, int64_t n16, unsigned *scratch,
                                        dsf_err *e) {
+    if (blocks < 1 || !scratch || (n16 > 0 && (!src || (uintptr_t)src % 16)))
+        return dsf_fail(e, "cmp_read_probe: %d blocks, scratch %p, %lld vectors at %p (16-byte aligned)", blocks,
+                        (void *)scratch, (long long)n16, src);
     unsigned *out = scratch + 1;
     void *args[] = {&src, &n16, &scratch, &out};
     return launch((const void *)cmp_read_probe, dim3((unsigned)blocks), 256, 0, stream, args, "cmp_read_probe", e);
