@@ -1,5 +1,6 @@
 // Engram benchmark: page-cache row gather (CPU), kernels at real V4.1 dims (CUDA); prints "BENCH key value" lines.
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "kern/engram/engram.h"
 #include "kern/engram/engram_kern.h"
 #ifdef DSF_HAVE_CUDA
+#include "bench_lt.h"
 #include "bench_util.h"
 #endif
 
@@ -133,8 +135,93 @@ static double time_run(gpu *G, int what, const dsf_geom *g, int T, int alone) {
     return dsf_bench_median_us(0, run_once, &c, 3, 30, alone ? 1 : T <= 64 ? 20 : 4) * 1e-6;
 }
 
+#ifdef DSF_BENCH_HAVE_LT
+// cuBLASLt's y at 16 sampled outputs against float64 sums of the same codes: a bf16 rounding plus 2^-12 of Σ|x·w|.
+static int lt_check(gpu *G, const uint16_t *y, int T) {
+    uint8_t *xr = malloc(K), *wr = malloc(K);
+    int bad = 0;
+    for (int i = 0; i < 16 && !bad; i++) {
+        int t = (int)(next() % (uint64_t)T), n = (int)(next() % N);
+        uint16_t yv;
+        CK(cudaMemcpy(xr, G->xq + (size_t)t * K, K, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(wr, G->w[0] + (size_t)n * K, K, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(&yv, y + (size_t)t * N + n, 2, cudaMemcpyDeviceToHost));
+        double ref = 0, mag = 0;
+        for (int k = 0; k < K; k++) {
+            double v = (double)dsf_e4m3_to_f32(xr[k]) * (double)dsf_e4m3_to_f32(wr[k]);
+            ref += v, mag += v < 0 ? -v : v;
+        }
+        double got = dsf_bf16_to_f32(yv);
+        bad = !(fabs(got - ref) <= fabs(ref) / 256 + mag / 4096);
+        if (bad) fprintf(stderr, "cuBLASLt output [%d, %d] is %g, float64 gives %g\n", t, n, got, ref);
+    }
+    free(xr), free(wr);
+    return bad;
+}
+
+// Runs fn continuously for about `s` seconds (the clocks settle where sustained work holds them).
+static void soak(int (*fn)(void *), void *ctx, double s) {
+    double t0 = now_s();
+    while (now_s() - t0 < s) {
+        for (int i = 0; i < 16; i++)
+            if (fn(ctx)) exit(1);
+        CK(cudaDeviceSynchronize());
+    }
+}
+
+// The engine's wkv and cuBLASLt's e4m3 GEMM at T tokens in alternating rounds of equal length (perf.md, "Matched").
+static void bench_matched(gpu *G, int T, int rounds, int idle_s) {
+    const dsf_geom *g = dsf_engram_cuda_wkv_geom(T);
+    run_ctx c = {G, 0, T, g, dsf_engram_cuda_gate_geom(T), 0};
+    dsf_bench_lt lt;
+    char msg[160];
+    const void *ws[NWC];
+    for (int i = 0; i < NWC; i++) ws[i] = G->w[i];
+    if (dsf_bench_lt_open(&lt, 0, G->xq, ws, NWC, G->kv2, T, N, K, msg, sizeof msg)) {
+        printf("BENCH matched none (%s)\n", msg);
+        return;
+    }
+    if (dsf_bench_lt_run(&lt)) exit(1);
+    CK(cudaDeviceSynchronize());
+    if (lt_check(G, G->kv2, T)) exit(1);
+    // The GEMM runs k calls for each of ours, so that both rounds of a pair last as long (the power limiter's window).
+    double k = dsf_bench_median_us(0, run_once, &c, 2, 5, 1) / dsf_bench_median_us(0, dsf_bench_lt_run, &lt, 2, 5, 1);
+    double flops = 2.0 * T * N * K, worst[3] = {1e9, 1e9, 1e9}, ceil[3] = {0, 0, 0};
+    // Modes: short rounds after idle_s idle (10 trials of 2 calls), long ones (30 of 4), long after 2 s of itself.
+    const char *mode[3] = {"short", "long", "soaked"};
+    int trials[3] = {10, 30, 30}, reps[3] = {2, 4, 4};
+    printf("BENCH matched_t%d_geom %s\nBENCH matched_idle_s %d\nBENCH matched_calls_ratio %.2f\n", T, g->name, idle_s,
+           k);
+    for (int m = 0; m < 3; m++)
+        for (int r = 0; r < rounds; r++) {
+            double us[2];
+            for (int j = 0; j < 2; j++) {
+                int which = (j + r) % 2; // 0 ours, 1 cuBLASLt
+                int (*fn)(void *) = which ? dsf_bench_lt_run : run_once;
+                void *ctx = which ? (void *)&lt : (void *)&c;
+                int n = which ? (int)lround(reps[m] * k) : reps[m];
+                CK(cudaDeviceSynchronize());
+                if (m < 2)
+                    sleep((unsigned)idle_s);
+                else
+                    soak(fn, ctx, 2.0);
+                us[which] = dsf_bench_median_us(0, fn, ctx, which ? (int)lround(3 * k) : 3, trials[m], n > 0 ? n : 1);
+            }
+            double tf = flops / us[1] / 1e6, ratio = us[1] / us[0];
+            printf("BENCH matched_%s_r%d_wkv_us %.2f\nBENCH matched_%s_r%d_lt_TFLOPs %.1f\nBENCH matched_%s_r%d_of_lt "
+                   "%.3f\n",
+                   mode[m], r, us[0], mode[m], r, tf, mode[m], r, ratio);
+            if (ratio < worst[m]) worst[m] = ratio;
+            if (tf > ceil[m]) ceil[m] = tf;
+        }
+    for (int m = 0; m < 3; m++)
+        printf("BENCH matched_%s_lowest_of_lt %.3f\nBENCH matched_%s_lt_highest_TFLOPs %.1f\n", mode[m], worst[m],
+               mode[m], ceil[m]);
+}
+#endif
+
 // Every geometry at every size, or (only_T > 0) one named geometry at one size, for a profiler.
-static void bench_gpu(int only_T, const char *only_geom) {
+static void bench_gpu(int only_T, const char *only_geom, int matched, int idle_s) {
     int dev;
     if (cudaGetDevice(&dev) != cudaSuccess) {
         printf("BENCH gpu none\n");
@@ -168,6 +255,14 @@ static void bench_gpu(int only_T, const char *only_geom) {
                                     TOKENS_MAX, K, &e))
         exit(1);
     printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
+    if (matched) {
+#ifdef DSF_BENCH_HAVE_LT
+        bench_matched(&G, only_T, matched, idle_s);
+#else
+        printf("BENCH matched none (built without cublasLt.h)\n");
+#endif
+        return;
+    }
     int NG;
     const dsf_geom *geoms = dsf_engram_wkv_cuda_geoms(&NG);
     // Above 256 tokens only the tokens-as-A kernels run; every size checks the first geometry against the last.
@@ -227,7 +322,7 @@ static void bench_gpu(int only_T, const char *only_geom) {
 }
 #endif
 
-// bench_engram [ROWS [TOKENS [GEOMETRY]]]: gather table rows; TOKENS: that size only; GEOMETRY: one wkv case.
+// bench_engram [ROWS [TOKENS [GEOMETRY | matched [ROUNDS [IDLE]]]]]: rows to gather; one size; one wkv case or matched.
 int main(int argc, char **argv) {
     int64_t rows = argc > 1 ? atoll(argv[1]) : 4000000;
     int only_T = argc > 2 ? atoi(argv[2]) : 0;
@@ -240,7 +335,13 @@ int main(int argc, char **argv) {
         bench_gather(rows);
     }
 #ifdef DSF_HAVE_CUDA
-    bench_gpu(only_T, argc > 3 ? argv[3] : NULL);
+    int matched = argc > 3 && !strcmp(argv[3], "matched") ? (argc > 4 ? atoi(argv[4]) : 3) : 0;
+    int idle_s = argc > 5 ? atoi(argv[5]) : 3;
+    if (argc > 3 && !strcmp(argv[3], "matched") && (only_T < 1 || matched < 1 || matched > 16 || idle_s < 0)) {
+        fprintf(stderr, "bench_engram: matched needs TOKENS, 1 to 16 ROUNDS and IDLE seconds of 0 or more\n");
+        return 2;
+    }
+    bench_gpu(only_T, matched ? NULL : argc > 3 ? argv[3] : NULL, matched, idle_s);
 #endif
     return 0;
 }
