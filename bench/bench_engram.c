@@ -136,20 +136,33 @@ static double time_run(gpu *G, int what, const dsf_geom *g, int T, int alone) {
 }
 
 #ifdef DSF_BENCH_HAVE_LT
-// cuBLASLt's y at 16 sampled outputs against float64 sums of the same codes: a bf16 rounding plus 2^-12 of Σ|x·w|.
-static int lt_check(gpu *G, const uint16_t *y, int T) {
-    uint8_t *xr = malloc(K), *wr = malloc(K);
+// A row of K values, e4m3 codes (1 byte each) or bf16 (2), as floats.
+static void row_f(const void *dev, size_t row, int bf16, float *out) {
+    size_t w = bf16 ? 2 : 1;
+    uint8_t *h = malloc(w * K);
+    CK(cudaMemcpy(h, (const uint8_t *)dev + row * w * K, w * K, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < K; k++) {
+        uint16_t b = 0;
+        if (bf16) memcpy(&b, h + 2 * k, 2);
+        out[k] = bf16 ? dsf_bf16_to_f32(b) : dsf_e4m3_to_f32(h[k]);
+    }
+    free(h);
+}
+
+// cuBLASLt's y at 16 sampled outputs against float64 sums of the same values: a bf16 rounding plus 2^-12 of Σ|x·w|.
+static int lt_check(const void *x, const void *w, const uint16_t *y, int T, int bf16) {
+    float *xr = malloc(sizeof(float) * K), *wr = malloc(sizeof(float) * K);
     int bad = 0;
     for (int i = 0; i < 16 && !bad; i++) {
         int t = (int)(next() % (uint64_t)T), n = (int)(next() % N);
         uint16_t yv;
-        CK(cudaMemcpy(xr, G->xq + (size_t)t * K, K, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(wr, G->w[0] + (size_t)n * K, K, cudaMemcpyDeviceToHost));
+        row_f(x, (size_t)t, bf16, xr);
+        row_f(w, (size_t)n, bf16, wr);
         CK(cudaMemcpy(&yv, y + (size_t)t * N + n, 2, cudaMemcpyDeviceToHost));
         double ref = 0, mag = 0;
         for (int k = 0; k < K; k++) {
-            double v = (double)dsf_e4m3_to_f32(xr[k]) * (double)dsf_e4m3_to_f32(wr[k]);
-            ref += v, mag += v < 0 ? -v : v;
+            double v = (double)xr[k] * (double)wr[k];
+            ref += v, mag += fabs(v);
         }
         double got = dsf_bf16_to_f32(yv);
         bad = !(fabs(got - ref) <= fabs(ref) / 256 + mag / 4096);
@@ -157,6 +170,23 @@ static int lt_check(gpu *G, const uint16_t *y, int T) {
     }
     free(xr), free(wr);
     return bad;
+}
+
+// rows x K e4m3 codes with e8m0 scales per 32 x `sg` block (sg 1: a row's own) as bf16, computed on the host.
+static uint16_t *dequant_dev(const uint8_t *codes, const uint8_t *sc, size_t rows, size_t sg) {
+    size_t n = rows * K, ns = (rows + sg - 1) / sg * (K / 32);
+    uint8_t *hc = malloc(n), *hs = malloc(ns);
+    uint16_t *hb = malloc(2 * n), *d;
+    CK(cudaMemcpy(hc, codes, n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hs, sc, ns, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++) {
+        size_t r = i / K, k = i % K;
+        hb[i] = dsf_bf16_from_f32(ldexpf(dsf_e4m3_to_f32(hc[i]), (int)hs[r / sg * (K / 32) + k / 32] - 127));
+    }
+    CK(cudaMalloc((void **)&d, 2 * n));
+    CK(cudaMemcpy(d, hb, 2 * n, cudaMemcpyHostToDevice));
+    free(hc), free(hs), free(hb);
+    return d;
 }
 
 // Runs fn continuously for about `s` seconds (the clocks settle where sustained work holds them).
@@ -170,27 +200,36 @@ static void soak(int (*fn)(void *), void *ctx, double s) {
 }
 
 // The engine's wkv and cuBLASLt's e4m3 GEMM at T tokens in alternating rounds of equal length (perf.md, "Matched").
-static void bench_matched(gpu *G, int T, int rounds, int idle_s) {
+static void bench_matched(gpu *G, int T, int rounds, int idle_s, int bf16) {
     const dsf_geom *g = dsf_engram_cuda_wkv_geom(T);
     run_ctx c = {G, 0, T, g, dsf_engram_cuda_gate_geom(T), 0};
     dsf_bench_lt lt;
     char msg[160];
-    const void *ws[NWC];
-    for (int i = 0; i < NWC; i++) ws[i] = G->w[i];
-    if (dsf_bench_lt_open(&lt, 0, G->xq, ws, NWC, G->kv2, T, N, K, msg, sizeof msg)) {
-        printf("BENCH matched none (%s)\n", msg);
+    const char *pre = bf16 ? "matched_bf16" : "matched";
+    // The bf16 peer multiplies the same values dequantised once (as bench_engram_torch.py's wkv): no scales, no blocks.
+    const void *x = bf16 ? (const void *)dequant_dev(G->xq, G->xs, (size_t)T, 1) : G->xq, *ws[NWC];
+    uint16_t *wb = bf16 ? dequant_dev(G->w[0], G->ws[0], N, 32) : NULL;
+    for (int i = 0; i < NWC; i++) ws[i] = bf16 ? (const void *)wb : G->w[i];
+    for (int i = 1; bf16 && i < NWC; i++) {
+        void *cp;
+        CK(cudaMalloc(&cp, (size_t)2 * N * K));
+        CK(cudaMemcpy(cp, wb, (size_t)2 * N * K, cudaMemcpyDeviceToDevice));
+        ws[i] = cp;
+    }
+    if (dsf_bench_lt_open(&lt, 0, x, ws, NWC, G->kv2, T, N, K, bf16, msg, sizeof msg)) {
+        printf("BENCH %s none (%s)\n", pre, msg);
         return;
     }
     if (dsf_bench_lt_run(&lt)) exit(1);
     CK(cudaDeviceSynchronize());
-    if (lt_check(G, G->kv2, T)) exit(1);
+    if (lt_check(x, ws[0], G->kv2, T, bf16)) exit(1);
     // The GEMM runs k calls for each of ours, so that both rounds of a pair last as long (the power limiter's window).
     double k = dsf_bench_median_us(0, run_once, &c, 2, 5, 1) / dsf_bench_median_us(0, dsf_bench_lt_run, &lt, 2, 5, 1);
     double flops = 2.0 * T * N * K, worst[3] = {1e9, 1e9, 1e9}, ceil[3] = {0, 0, 0};
     // Modes: short rounds after idle_s idle (10 trials of 2 calls), long ones (30 of 4), long after 2 s of itself.
     const char *mode[3] = {"short", "long", "soaked"};
     int trials[3] = {10, 30, 30}, reps[3] = {2, 4, 4};
-    printf("BENCH matched_t%d_geom %s\nBENCH matched_idle_s %d\nBENCH matched_calls_ratio %.2f\n", T, g->name, idle_s,
+    printf("BENCH %s_t%d_geom %s\nBENCH %s_idle_s %d\nBENCH %s_calls_ratio %.2f\n", pre, T, g->name, pre, idle_s, pre,
            k);
     for (int m = 0; m < 3; m++)
         for (int r = 0; r < rounds; r++) {
@@ -208,20 +247,21 @@ static void bench_matched(gpu *G, int T, int rounds, int idle_s) {
                 us[which] = dsf_bench_median_us(0, fn, ctx, which ? (int)lround(3 * k) : 3, trials[m], n > 0 ? n : 1);
             }
             double tf = flops / us[1] / 1e6, ratio = us[1] / us[0];
-            printf("BENCH matched_%s_r%d_wkv_us %.2f\nBENCH matched_%s_r%d_lt_TFLOPs %.1f\nBENCH matched_%s_r%d_of_lt "
-                   "%.3f\n",
-                   mode[m], r, us[0], mode[m], r, tf, mode[m], r, ratio);
+            printf("BENCH %s_%s_r%d_wkv_us %.2f\nBENCH %s_%s_r%d_lt_TFLOPs %.1f\nBENCH %s_%s_r%d_of_lt %.3f\n", pre,
+                   mode[m], r, us[0], pre, mode[m], r, tf, pre, mode[m], r, ratio);
             if (ratio < worst[m]) worst[m] = ratio;
             if (tf > ceil[m]) ceil[m] = tf;
         }
     for (int m = 0; m < 3; m++)
-        printf("BENCH matched_%s_lowest_of_lt %.3f\nBENCH matched_%s_lt_highest_TFLOPs %.1f\n", mode[m], worst[m],
+        printf("BENCH %s_%s_lowest_of_lt %.3f\nBENCH %s_%s_lt_highest_TFLOPs %.1f\n", pre, mode[m], worst[m], pre,
                mode[m], ceil[m]);
+    for (int i = 0; bf16 && i < NWC; i++) CK(cudaFree((void *)ws[i]));
+    if (bf16) CK(cudaFree((void *)x));
 }
 #endif
 
 // Every geometry at every size, or (only_T > 0) one named geometry at one size, for a profiler.
-static void bench_gpu(int only_T, const char *only_geom, int matched, int idle_s) {
+static void bench_gpu(int only_T, const char *only_geom, int matched, int idle_s, int bf16) {
     int dev;
     if (cudaGetDevice(&dev) != cudaSuccess) {
         printf("BENCH gpu none\n");
@@ -257,7 +297,7 @@ static void bench_gpu(int only_T, const char *only_geom, int matched, int idle_s
     printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
     if (matched) {
 #ifdef DSF_BENCH_HAVE_LT
-        bench_matched(&G, only_T, matched, idle_s);
+        bench_matched(&G, only_T, matched, idle_s, bf16);
 #else
         printf("BENCH matched none (built without cublasLt.h)\n");
 #endif
@@ -322,7 +362,7 @@ static void bench_gpu(int only_T, const char *only_geom, int matched, int idle_s
 }
 #endif
 
-// bench_engram [ROWS [TOKENS [GEOMETRY | matched [ROUNDS [IDLE]]]]]: rows to gather; one size; one wkv case or matched.
+// bench_engram [ROWS [TOKENS [GEOMETRY | matched[_bf16] [ROUNDS [IDLE]]]]]: rows to gather; one size; one case or peer.
 int main(int argc, char **argv) {
     int64_t rows = argc > 1 ? atoll(argv[1]) : 4000000;
     int only_T = argc > 2 ? atoi(argv[2]) : 0;
@@ -335,13 +375,13 @@ int main(int argc, char **argv) {
         bench_gather(rows);
     }
 #ifdef DSF_HAVE_CUDA
-    int matched = argc > 3 && !strcmp(argv[3], "matched") ? (argc > 4 ? atoi(argv[4]) : 3) : 0;
-    int idle_s = argc > 5 ? atoi(argv[5]) : 3;
-    if (argc > 3 && !strcmp(argv[3], "matched") && (only_T < 1 || matched < 1 || matched > 16 || idle_s < 0)) {
+    int bf16 = argc > 3 && !strcmp(argv[3], "matched_bf16"), m = argc > 3 && (bf16 || !strcmp(argv[3], "matched"));
+    int matched = m ? (argc > 4 ? atoi(argv[4]) : 3) : 0, idle_s = argc > 5 ? atoi(argv[5]) : 3;
+    if (m && (only_T < 1 || matched < 1 || matched > 16 || idle_s < 0)) {
         fprintf(stderr, "bench_engram: matched needs TOKENS, 1 to 16 ROUNDS and IDLE seconds of 0 or more\n");
         return 2;
     }
-    bench_gpu(only_T, matched ? NULL : argc > 3 ? argv[3] : NULL, matched, idle_s);
+    bench_gpu(only_T, matched ? NULL : argc > 3 ? argv[3] : NULL, matched, idle_s, bf16);
 #endif
     return 0;
 }

@@ -17,10 +17,12 @@ timeout 200 "$b"/bench_engram 1000000 >"$out/bench.txt" 2>&1
 echo "bench rc=$?"
 timeout 90 python3 bench/bench_engram_torch.py "$out/bench.txt" >"$out/torch.txt" 2>&1
 echo "torch rc=$?"
-# The 4096-token wkv and cuBLASLt's FP8 GEMM timed alike in alternating rounds (short, long and soaked; docs/perf.md).
+# The 4096-token wkv against cuBLASLt's FP8 GEMM, then its bf16 GEMM, in alternating rounds of equal length (perf.md).
 timeout 150 "$b"/bench_engram 1000 4096 matched 3 >"$out/matched.txt" 2>&1
 echo "matched rc=$?"
+timeout 150 "$b"/bench_engram 1000 4096 matched_bf16 3 >>"$out/matched.txt" 2>&1
+echo "matched_bf16 rc=$?"
 grep -E "gather_t(1|64|4096)_threads16|equals|wkv_t[0-9]+_(wg|best)|gate_t[0-9]+_(t256_w64|st_t512_w8)" "$out/bench.txt"
 grep -E '^SUMMARY' "$out/contract.log"
 tail -n 8 "$out/torch.txt"
-grep -E "matched_(t4096_geom|calls_ratio|(short|long|soaked)_(r[0-9]+_of_lt|lowest_of_lt|lt_highest_TFLOPs))" "$out/matched.txt"
+grep -E "matched(_bf16)?_(t4096_geom|calls_ratio|(short|long|soaked)_(r[0-9]+_of_lt|lowest_of_lt|lt_highest_TFLOPs))" "$out/matched.txt"

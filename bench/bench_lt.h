@@ -13,7 +13,7 @@
 #endif
 
 #ifdef DSF_BENCH_HAVE_LT
-// y[T, N] bf16 = x[T, K] e4m3 · w[N, K]^T e4m3, unit scales, no fast accumulation (torch._scaled_mm's default).
+// y[T, N] bf16 = x[T, K] · w[N, K]^T, e4m3 (unit scales, no fast accumulation, as torch._scaled_mm) or bf16 (as @).
 typedef struct dsf_bench_lt {
     cudaStream_t st;
     cublasLtHandle_t h;
@@ -34,7 +34,7 @@ typedef struct dsf_bench_lt {
 
 // Opens cuBLASLt and plans the GEMM; the nw weight copies are used in turn. 0, or -1 with why in msg.
 static inline int dsf_bench_lt_open(dsf_bench_lt *c, cudaStream_t st, const void *x, const void *const *w, int nw,
-                                    void *y, int T, int N, int K, char *msg, size_t msg_len) {
+                                    void *y, int T, int N, int K, int bf16, char *msg, size_t msg_len) {
     memset(c, 0, sizeof *c);
     c->st = st, c->x = x, c->w = w, c->nw = nw, c->y = y;
     void *lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
@@ -72,19 +72,21 @@ static inline int dsf_bench_lt_open(dsf_bench_lt *c, cudaStream_t st, const void
     DSF_LT_STEP(desc(&c->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     DSF_LT_STEP(dset(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     DSF_LT_STEP(dset(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    DSF_LT_STEP(dset(c->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
-    DSF_LT_STEP(dset(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &c->one, sizeof c->one));
-    DSF_LT_STEP(dset(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &c->one, sizeof c->one));
-    DSF_LT_STEP(layout(&c->la, CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)N, K));
-    DSF_LT_STEP(layout(&c->lb, CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)T, K));
+    if (!bf16) {
+        DSF_LT_STEP(dset(c->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+        DSF_LT_STEP(dset(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &c->one, sizeof c->one));
+        DSF_LT_STEP(dset(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &c->one, sizeof c->one));
+    }
+    DSF_LT_STEP(layout(&c->la, bf16 ? CUDA_R_16BF : CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)N, K));
+    DSF_LT_STEP(layout(&c->lb, bf16 ? CUDA_R_16BF : CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)T, K));
     DSF_LT_STEP(layout(&c->lc, CUDA_R_16BF, (uint64_t)N, (uint64_t)T, N));
     DSF_LT_STEP(pref(&p));
     DSF_LT_STEP(pset(p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
     DSF_LT_STEP(heur(c->h, c->op, c->la, c->lb, c->lc, c->lc, p, 1, &r, &found));
 #undef DSF_LT_STEP
     if (st_ != CUBLAS_STATUS_SUCCESS || found < 1)
-        return snprintf(msg, msg_len, "cuBLASLt: no e4m3 GEMM plan for %d x %d x %d (step %d, status %d, %d found)", T,
-                        N, K, step, (int)st_, found),
+        return snprintf(msg, msg_len, "cuBLASLt: no %s GEMM plan for %d x %d x %d (step %d, status %d, %d found)",
+                        bf16 ? "bf16" : "e4m3", T, N, K, step, (int)st_, found),
                -1;
     c->algo = r.algo;
     return 0;
