@@ -181,7 +181,7 @@ static uint16_t *dequant_dev(const uint8_t *codes, const uint8_t *sc, size_t row
     CK(cudaMemcpy(hs, sc, ns, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < n; i++) {
         size_t r = i / K, k = i % K;
-        hb[i] = dsf_bf16_from_f32(ldexpf(dsf_e4m3_to_f32(hc[i]), (int)hs[r / sg * (K / 32) + k / 32] - 127));
+        hb[i] = dsf_bf16_from_f32(dsf_e4m3_to_f32(hc[i]) * dsf_e8m0_to_f32(hs[r / sg * (K / 32) + k / 32]));
     }
     CK(cudaMalloc((void **)&d, 2 * n));
     CK(cudaMemcpy(d, hb, 2 * n, cudaMemcpyHostToDevice));
@@ -199,45 +199,23 @@ static void soak(int (*fn)(void *), void *ctx, double s) {
     }
 }
 
-// The engine's wkv and cuBLASLt's e4m3 GEMM at T tokens in alternating rounds of equal length (perf.md, "Matched").
-static void bench_matched(gpu *G, int T, int rounds, int idle_s, int bf16) {
-    const dsf_geom *g = dsf_engram_cuda_wkv_geom(T);
-    run_ctx c = {G, 0, T, g, dsf_engram_cuda_gate_geom(T), 0};
-    dsf_bench_lt lt;
-    char msg[160];
-    const char *pre = bf16 ? "matched_bf16" : "matched";
-    // The bf16 peer multiplies the same values dequantised once (as bench_engram_torch.py's wkv): no scales, no blocks.
-    const void *x = bf16 ? (const void *)dequant_dev(G->xq, G->xs, (size_t)T, 1) : G->xq, *ws[NWC];
-    uint16_t *wb = bf16 ? dequant_dev(G->w[0], G->ws[0], N, 32) : NULL;
-    for (int i = 0; i < NWC; i++) ws[i] = bf16 ? (const void *)wb : G->w[i];
-    for (int i = 1; bf16 && i < NWC; i++) {
-        void *cp;
-        CK(cudaMalloc(&cp, (size_t)2 * N * K));
-        CK(cudaMemcpy(cp, wb, (size_t)2 * N * K, cudaMemcpyDeviceToDevice));
-        ws[i] = cp;
-    }
-    if (dsf_bench_lt_open(&lt, 0, x, ws, NWC, G->kv2, T, N, K, bf16, msg, sizeof msg)) {
-        printf("BENCH %s none (%s)\n", pre, msg);
-        return;
-    }
-    if (dsf_bench_lt_run(&lt)) exit(1);
-    CK(cudaDeviceSynchronize());
-    if (lt_check(x, ws[0], G->kv2, T, bf16)) exit(1);
+// The rounds of bench_matched: ours (c) and the opened GEMM (lt) in turn, each pair's rounds equally long.
+static void matched_rounds(run_ctx *c, dsf_bench_lt *lt, int T, int rounds, int idle_s, const char *pre) {
     // The GEMM runs k calls for each of ours, so that both rounds of a pair last as long (the power limiter's window).
-    double k = dsf_bench_median_us(0, run_once, &c, 2, 5, 1) / dsf_bench_median_us(0, dsf_bench_lt_run, &lt, 2, 5, 1);
+    double k = dsf_bench_median_us(0, run_once, c, 2, 5, 1) / dsf_bench_median_us(0, dsf_bench_lt_run, lt, 2, 5, 1);
     double flops = 2.0 * T * N * K, worst[3] = {1e9, 1e9, 1e9}, ceil[3] = {0, 0, 0};
     // Modes: short rounds after idle_s idle (10 trials of 2 calls), long ones (30 of 4), long after 2 s of itself.
     const char *mode[3] = {"short", "long", "soaked"};
     int trials[3] = {10, 30, 30}, reps[3] = {2, 4, 4};
-    printf("BENCH %s_t%d_geom %s\nBENCH %s_idle_s %d\nBENCH %s_calls_ratio %.2f\n", pre, T, g->name, pre, idle_s, pre,
-           k);
+    printf("BENCH %s_t%d_geom %s\nBENCH %s_idle_s %d\nBENCH %s_calls_ratio %.2f\n", pre, T, c->g->name, pre, idle_s,
+           pre, k);
     for (int m = 0; m < 3; m++)
         for (int r = 0; r < rounds; r++) {
             double us[2];
             for (int j = 0; j < 2; j++) {
                 int which = (j + r) % 2; // 0 ours, 1 cuBLASLt
                 int (*fn)(void *) = which ? dsf_bench_lt_run : run_once;
-                void *ctx = which ? (void *)&lt : (void *)&c;
+                void *ctx = which ? (void *)lt : (void *)c;
                 int n = which ? (int)lround(reps[m] * k) : reps[m];
                 CK(cudaDeviceSynchronize());
                 if (m < 2)
@@ -255,6 +233,32 @@ static void bench_matched(gpu *G, int T, int rounds, int idle_s, int bf16) {
     for (int m = 0; m < 3; m++)
         printf("BENCH %s_%s_lowest_of_lt %.3f\nBENCH %s_%s_lt_highest_TFLOPs %.1f\n", pre, mode[m], worst[m], pre,
                mode[m], ceil[m]);
+}
+
+// The engine's wkv and cuBLASLt's GEMM at T tokens in alternating rounds of equal length (perf.md, "Matched rounds").
+static void bench_matched(gpu *G, int T, int rounds, int idle_s, int bf16) {
+    run_ctx c = {G, 0, T, dsf_engram_cuda_wkv_geom(T), dsf_engram_cuda_gate_geom(T), 0};
+    dsf_bench_lt lt;
+    char msg[160];
+    const char *pre = bf16 ? "matched_bf16" : "matched";
+    // The bf16 peer multiplies the same values dequantised once (as bench_engram_torch.py's wkv): no scales, no blocks.
+    const void *x = bf16 ? (const void *)dequant_dev(G->xq, G->xs, (size_t)T, 1) : G->xq, *ws[NWC];
+    uint16_t *wb = bf16 ? dequant_dev(G->w[0], G->ws[0], N, 32) : NULL;
+    for (int i = 0; i < NWC; i++) ws[i] = bf16 ? (const void *)wb : G->w[i];
+    for (int i = 1; bf16 && i < NWC; i++) {
+        void *cp;
+        CK(cudaMalloc(&cp, (size_t)2 * N * K));
+        CK(cudaMemcpy(cp, wb, (size_t)2 * N * K, cudaMemcpyDeviceToDevice));
+        ws[i] = cp;
+    }
+    if (dsf_bench_lt_open(&lt, 0, x, ws, NWC, G->kv2, T, N, K, bf16, msg, sizeof msg)) {
+        printf("BENCH %s none (%s)\n", pre, msg);
+    } else {
+        if (dsf_bench_lt_run(&lt)) exit(1);
+        CK(cudaDeviceSynchronize());
+        if (lt_check(x, ws[0], G->kv2, T, bf16)) exit(1);
+        matched_rounds(&c, &lt, T, rounds, idle_s, pre);
+    }
     for (int i = 0; bf16 && i < NWC; i++) CK(cudaFree((void *)ws[i]));
     if (bf16) CK(cudaFree((void *)x));
 }

@@ -1,6 +1,6 @@
 #ifndef DSF_BENCH_LT_H
 #define DSF_BENCH_LT_H
-// The FP8 tensor-core ceiling in the benchmark's own process: one cuBLASLt e4m3 GEMM, the library opened at run time.
+// A peer GEMM in the benchmark's own process: cuBLASLt, e4m3 (the FP8 ceiling) or bf16, opened at run time.
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
