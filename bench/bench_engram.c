@@ -258,14 +258,46 @@ static void bench_matched(gpu *G, int T, int rounds, int idle_s, int bf16) {
         CK(cudaDeviceSynchronize());
         if (lt_check(x, ws[0], G->kv2, T, bf16)) exit(1);
         matched_rounds(&c, &lt, T, rounds, idle_s, pre);
+        dsf_bench_lt_close(&lt);
     }
     for (int i = 0; bf16 && i < NWC; i++) CK(cudaFree((void *)ws[i]));
     if (bf16) CK(cudaFree((void *)x));
 }
 #endif
 
+// n bytes at device pointer d into dir/name; exits naming the file on failure.
+static void dump_file(const char *dir, const char *name, const void *d, size_t n) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    uint8_t *h = malloc(n);
+    CK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(h, 1, n, f) != n || fclose(f)) {
+        fprintf(stderr, "bench_engram: cannot write %zu bytes to %s\n", n, path);
+        exit(1);
+    }
+    free(h);
+}
+
+// The engine's wkv at T tokens and its inputs as raw files in dir, for bench_engram_torch.py --check.
+static void dump_wkv(gpu *G, int T, const char *dir) {
+    const dsf_geom *g = dsf_engram_cuda_wkv_geom(T);
+    dsf_err e;
+    if (dsf_engram_wkv_cuda(0, g, G->xq, G->xs, G->w[0], G->ws[0], G->kv, T, N, K, &e)) {
+        fprintf(stderr, "bench_engram: wkv: %s\n", e.msg);
+        exit(1);
+    }
+    CK(cudaDeviceSynchronize());
+    dump_file(dir, "x.e4m3", G->xq, (size_t)T * K);
+    dump_file(dir, "x_scale.e8m0", G->xs, (size_t)T * K / 32);
+    dump_file(dir, "w.e4m3", G->w[0], (size_t)N * K);
+    dump_file(dir, "w_scale.e8m0", G->ws[0], (size_t)(N / 32) * (K / 32));
+    dump_file(dir, "y.bf16", G->kv, (size_t)T * N * 2);
+    printf("BENCH dump_t%d_geom %s\nBENCH dump_t%d_shape %d %d %d\n", T, g->name, T, T, N, K);
+}
+
 // Every geometry at every size, or (only_T > 0) one named geometry at one size, for a profiler.
-static void bench_gpu(int only_T, const char *only_geom, int matched, int idle_s, int bf16) {
+static void bench_gpu(int only_T, const char *only_geom, int matched, int idle_s, int bf16, const char *dump) {
     int dev;
     if (cudaGetDevice(&dev) != cudaSuccess) {
         printf("BENCH gpu none\n");
@@ -298,6 +330,10 @@ static void bench_gpu(int only_T, const char *only_geom, int matched, int idle_s
     if (dsf_engram_embed_quant_cuda(0, dsf_engram_cuda_geom(DSF_ENG_ROLE_EMBED_QUANT), G.codes, G.scales, G.xq, G.xs,
                                     TOKENS_MAX, K, &e))
         exit(1);
+    if (dump) {
+        dump_wkv(&G, only_T, dump);
+        return;
+    }
     printf("BENCH copy_GBps %.1f\n", dsf_bench_copy_gbps(0, (size_t)1 << 30, 2, 10, 1));
     if (matched) {
 #ifdef DSF_BENCH_HAVE_LT
@@ -366,7 +402,7 @@ static void bench_gpu(int only_T, const char *only_geom, int matched, int idle_s
 }
 #endif
 
-// bench_engram [ROWS [TOKENS [GEOMETRY | matched[_bf16] [ROUNDS [IDLE]]]]]: rows to gather; one size; one case or peer.
+// bench_engram [ROWS [TOKENS [GEOMETRY | matched[_bf16] [ROUNDS [IDLE]] | dump DIR]]]: gather rows; one size; a case.
 int main(int argc, char **argv) {
     int64_t rows = argc > 1 ? atoll(argv[1]) : 4000000;
     int only_T = argc > 2 ? atoi(argv[2]) : 0;
@@ -385,7 +421,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_engram: matched needs TOKENS, 1 to 16 ROUNDS and IDLE seconds of 0 or more\n");
         return 2;
     }
-    bench_gpu(only_T, matched ? NULL : argc > 3 ? argv[3] : NULL, matched, idle_s, bf16);
+    const char *dump = argc > 3 && !strcmp(argv[3], "dump") ? argv[4] : NULL;
+    if (argc > 3 && !strcmp(argv[3], "dump") && (only_T < 1 || argc < 5)) {
+        fprintf(stderr, "bench_engram: dump needs TOKENS and a directory\n");
+        return 2;
+    }
+    bench_gpu(only_T, matched || dump ? NULL : argc > 3 ? argv[3] : NULL, matched, idle_s, bf16, dump);
 #endif
     return 0;
 }

@@ -22,7 +22,16 @@ timeout 150 "$b"/bench_engram 1000 4096 matched 3 >"$out/matched.txt" 2>&1
 echo "matched rc=$?"
 timeout 150 "$b"/bench_engram 1000 4096 matched_bf16 3 >>"$out/matched.txt" 2>&1
 echo "matched_bf16 rc=$?"
+# The engine's wkv against PyTorch's same math on the same codes (bench_engram_torch.py --check), bit for bit.
+d=$(mktemp -d)
+for T in 1 8 64 4096; do
+    mkdir -p "$d/t$T" && "$b"/bench_engram 1000 "$T" dump "$d/t$T" >>"$out/same.txt" 2>&1
+done
+timeout 150 python3 bench/bench_engram_torch.py --check "$d"/t1 "$d"/t8 "$d"/t64 "$d"/t4096 >>"$out/same.txt" 2>&1
+echo "same rc=$?"
+rm -rf "$d"
 grep -E "gather_t(1|64|4096)_threads16|equals|wkv_t[0-9]+_(wg|best)|gate_t[0-9]+_(t256_w64|st_t512_w8)" "$out/bench.txt"
 grep -E '^SUMMARY' "$out/contract.log"
 tail -n 8 "$out/torch.txt"
+grep -E "dump_t[0-9]+_geom|torch_same_t[0-9]+_(differing|max_ulps)" "$out/same.txt"
 grep -E "matched(_bf16)?_(t4096_geom|calls_ratio|(short|long|soaked)_(r[0-9]+_of_lt|lowest_of_lt|lt_highest_TFLOPs))" "$out/matched.txt"

@@ -20,7 +20,8 @@ typedef struct dsf_bench_lt {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
-    void *ws, *one;
+    cublasLtMatmulPreference_t p;
+    void *lib, *ws, *one;
     size_t ws_bytes;
     const void *x, *const *w;
     void *y;
@@ -32,7 +33,26 @@ typedef struct dsf_bench_lt {
                              cudaStream_t);
 } dsf_bench_lt;
 
-// Opens cuBLASLt and plans the GEMM; the nw weight copies are used in turn. 0, or -1 with why in msg.
+// Frees what dsf_bench_lt_open made, whether or not it succeeded (each destroy named in the library, if opened).
+static inline void dsf_bench_lt_close(dsf_bench_lt *c) {
+    if (c->lib) {
+#define DSF_LT_FREE(f, o) \
+    if (o) ((__typeof__(f) *)dlsym(c->lib, #f))(o)
+        DSF_LT_FREE(cublasLtMatmulPreferenceDestroy, c->p);
+        DSF_LT_FREE(cublasLtMatrixLayoutDestroy, c->lc);
+        DSF_LT_FREE(cublasLtMatrixLayoutDestroy, c->lb);
+        DSF_LT_FREE(cublasLtMatrixLayoutDestroy, c->la);
+        DSF_LT_FREE(cublasLtMatmulDescDestroy, c->op);
+        DSF_LT_FREE(cublasLtDestroy, c->h);
+#undef DSF_LT_FREE
+        dlclose(c->lib);
+    }
+    if (c->ws) cudaFree(c->ws);
+    if (c->one) cudaFree(c->one);
+    memset(c, 0, sizeof *c);
+}
+
+// Opens cuBLASLt and plans the GEMM; the nw weight copies are used in turn. 0, or -1 with why in msg (all freed).
 static inline int dsf_bench_lt_open(dsf_bench_lt *c, cudaStream_t st, const void *x, const void *const *w, int nw,
                                     void *y, int T, int N, int K, int bf16, char *msg, size_t msg_len) {
     memset(c, 0, sizeof *c);
@@ -40,6 +60,7 @@ static inline int dsf_bench_lt_open(dsf_bench_lt *c, cudaStream_t st, const void
     void *lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
     if (!lib) lib = dlopen("libcublasLt.so", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return snprintf(msg, msg_len, "cannot open libcublasLt: %s", dlerror()), -1;
+    c->lib = lib;
 #define DSF_LT_SYM(f) ((__typeof__(f) *)dlsym(lib, #f))
     __typeof__(cublasLtCreate) *create = DSF_LT_SYM(cublasLtCreate);
     __typeof__(cublasLtMatmulDescCreate) *desc = DSF_LT_SYM(cublasLtMatmulDescCreate);
@@ -50,20 +71,21 @@ static inline int dsf_bench_lt_open(dsf_bench_lt *c, cudaStream_t st, const void
     __typeof__(cublasLtMatmulAlgoGetHeuristic) *heur = DSF_LT_SYM(cublasLtMatmulAlgoGetHeuristic);
 #undef DSF_LT_SYM
     *(void **)&c->matmul = dlsym(lib, "cublasLtMatmul");
-    if (!create || !desc || !dset || !layout || !pref || !pset || !heur || !c->matmul)
-        return snprintf(msg, msg_len, "libcublasLt lacks a function this benchmark calls"), -1;
+    if (!create || !desc || !dset || !layout || !pref || !pset || !heur || !c->matmul ||
+        !dlsym(lib, "cublasLtMatmulPreferenceDestroy") || !dlsym(lib, "cublasLtMatrixLayoutDestroy") ||
+        !dlsym(lib, "cublasLtMatmulDescDestroy") || !dlsym(lib, "cublasLtDestroy"))
+        return dsf_bench_lt_close(c), snprintf(msg, msg_len, "libcublasLt lacks a function this benchmark calls"), -1;
     // Column-major: y^T [N, T] = op(A) [N, K] · x^T [K, T], A being w read as K x N and transposed (FP8 needs TN).
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     int8_t fast = 0;
     float one = 1.0f;
-    cublasLtMatmulPreference_t p;
     cublasLtMatmulHeuristicResult_t r;
     int found = 0, step = 0;
     uint64_t ws_bytes = (uint64_t)32 << 20;
     c->ws_bytes = (size_t)ws_bytes;
     if (cudaMalloc(&c->ws, c->ws_bytes) != cudaSuccess || cudaMalloc(&c->one, sizeof one) != cudaSuccess ||
         cudaMemcpy(c->one, &one, sizeof one, cudaMemcpyHostToDevice) != cudaSuccess)
-        return snprintf(msg, msg_len, "cannot allocate cuBLASLt's workspace"), -1;
+        return dsf_bench_lt_close(c), snprintf(msg, msg_len, "cannot allocate cuBLASLt's workspace"), -1;
     // Each call's status in turn; step names the first that failed (scales on the device, as torch._scaled_mm's).
     cublasStatus_t st_ = CUBLAS_STATUS_SUCCESS;
 #define DSF_LT_STEP(call) \
@@ -80,12 +102,13 @@ static inline int dsf_bench_lt_open(dsf_bench_lt *c, cudaStream_t st, const void
     DSF_LT_STEP(layout(&c->la, bf16 ? CUDA_R_16BF : CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)N, K));
     DSF_LT_STEP(layout(&c->lb, bf16 ? CUDA_R_16BF : CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)T, K));
     DSF_LT_STEP(layout(&c->lc, CUDA_R_16BF, (uint64_t)N, (uint64_t)T, N));
-    DSF_LT_STEP(pref(&p));
-    DSF_LT_STEP(pset(p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
-    DSF_LT_STEP(heur(c->h, c->op, c->la, c->lb, c->lc, c->lc, p, 1, &r, &found));
+    DSF_LT_STEP(pref(&c->p));
+    DSF_LT_STEP(pset(c->p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+    DSF_LT_STEP(heur(c->h, c->op, c->la, c->lb, c->lc, c->lc, c->p, 1, &r, &found));
 #undef DSF_LT_STEP
     if (st_ != CUBLAS_STATUS_SUCCESS || found < 1)
-        return snprintf(msg, msg_len, "cuBLASLt: no %s GEMM plan for %d x %d x %d (step %d, status %d, %d found)",
+        return dsf_bench_lt_close(c),
+               snprintf(msg, msg_len, "cuBLASLt: no %s GEMM plan for %d x %d x %d (step %d, status %d, %d found)",
                         bf16 ? "bf16" : "e4m3", T, N, K, step, (int)st_, found),
                -1;
     c->algo = r.algo;
