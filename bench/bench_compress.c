@@ -11,6 +11,7 @@ int main(void) {
     return 0;
 }
 #else
+#include "bench_probes.h"
 #include "bench_util.h"
 
 enum { REPS = 20, TRIALS = 15 };
@@ -48,13 +49,13 @@ static int run_cmp(void *p) {
 static int run_probe(void *p) {
     bctx *c = p;
     dsf_err e = {{0}};
-    return dsf_cmp_cuda_fma_probe(c->st, 132 * 16, 4096, c->probe, &e);
+    return dsf_bench_fma_probe(c->st, 132 * 16, 4096, c->probe, &e);
 }
 
 static int run_read(void *p) {
     bctx *c = p;
     dsf_err e = {{0}};
-    if (dsf_cmp_cuda_read_probe(c->st, c->rblocks, c->rsrc, c->rn16, c->rscr, &e)) {
+    if (dsf_bench_read_probe(c->st, c->rblocks, c->rsrc, c->rn16, c->rscr, &e)) {
         fprintf(stderr, "read probe: %s\n", e.msg);
         return -1;
     }

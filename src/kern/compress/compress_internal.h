@@ -22,10 +22,6 @@ int dsf_cmp_run_cuda_v(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, 
 int dsf_cmp_contract_cuda(void *stream, const dsf_geom *g, const dsf_cmp_layer *L, int n_seg, int64_t len,
                           const uint16_t *x, const int64_t *pos, const float *ring_in, float *ring_out, uint16_t *kv,
                           uint16_t *ik, int fault, dsf_err *e);
-// Benchmark probe: blocks x 256 threads x iters x 8 fp32 FMAs.
-int dsf_cmp_cuda_fma_probe(void *stream, int blocks, int iters, float *out, dsf_err *e);
-// Benchmark probe: n16 16-byte vectors at src read by `blocks` x 256, joined by a ticket (3 zeroed words).
-int dsf_cmp_cuda_read_probe(void *stream, int blocks, const void *src, int64_t n16, unsigned *scratch, dsf_err *e);
 int dsf_cmp_cuda_attrs(const dsf_geom *g, int fault, dsf_func_attrs *out, dsf_err *e);
 int dsf_cmp_cuda_launches(const dsf_geom *g, int measure, dsf_launch *out, int max, dsf_err *e);
 
