@@ -1,4 +1,5 @@
 // Engram benchmark: page-cache row gather (CPU), kernels at real V4.1 dims (CUDA); prints "BENCH key value" lines.
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -268,12 +269,15 @@ static void bench_matched(gpu *G, int T, int rounds, int idle_s, int bf16) {
 // n bytes at device pointer d into dir/name; exits naming the file on failure.
 static void dump_file(const char *dir, const char *name, const void *d, size_t n) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
     uint8_t *h = malloc(n);
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path || !h) {
+        fprintf(stderr, "bench_engram: cannot write %s/%s (path too long or no memory)\n", dir, name);
+        exit(1);
+    }
     CK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(h, 1, n, f) != n || fclose(f)) {
-        fprintf(stderr, "bench_engram: cannot write %zu bytes to %s\n", n, path);
+        fprintf(stderr, "bench_engram: cannot write %zu bytes to %s: %s\n", n, path, strerror(errno));
         exit(1);
     }
     free(h);
@@ -301,6 +305,7 @@ static void bench_gpu(int only_T, const char *only_geom, int matched, int idle_s
     int dev;
     if (cudaGetDevice(&dev) != cudaSuccess) {
         printf("BENCH gpu none\n");
+        if (dump) exit(1); // nothing written: a dump must not look done
         return;
     }
     gpu G;
@@ -427,6 +432,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     bench_gpu(only_T, matched || dump ? NULL : argc > 3 ? argv[3] : NULL, matched, idle_s, bf16, dump);
+#else
+    if (argc > 3) {
+        fprintf(stderr, "bench_engram: %s needs a CUDA build\n", argv[3]);
+        return 2;
+    }
 #endif
     return 0;
 }

@@ -25,7 +25,8 @@ echo "matched_bf16 rc=$?"
 # The engine's wkv against PyTorch's same math on the same codes (bench_engram_torch.py --check), bit for bit.
 d=$(mktemp -d)
 for T in 1 8 64 4096; do
-    mkdir -p "$d/t$T" && "$b"/bench_engram 1000 "$T" dump "$d/t$T" >>"$out/same.txt" 2>&1
+    mkdir -p "$d/t$T" && timeout 120 "$b"/bench_engram 1000 "$T" dump "$d/t$T" >>"$out/same.txt" 2>&1
+    echo "dump t$T rc=$?"
 done
 timeout 150 python3 bench/bench_engram_torch.py --check "$d"/t1 "$d"/t8 "$d"/t64 "$d"/t4096 >>"$out/same.txt" 2>&1
 echo "same rc=$?"

@@ -54,14 +54,16 @@ def act_quant_codes(x):
 
 
 def e8m0(b):
-    # e8m0 scale bytes as fp32 powers of two, 2^(b - 127).
+    # e8m0 scale bytes 1-254 as fp32 powers of two, 2^(b - 127); 0 and 255 (2^-127, NaN) are refused, not decoded.
+    if ((b == 0) | (b == 255)).any():
+        raise ValueError("e8m0 scale byte 0 or 255 in the dump; this check decodes only 1-254")
     return torch.exp2(b.float() - 127.0)
 
 
 def wkv_same(x8, sa, w8, sw_t):
     # The spec's wkv on x8 [T, K], w8 [N, K] (e4m3), sa [T, K/32], sw_t [K/32, N]: 32-block sums promoted in K order.
     T, pad = x8.shape[0], -x8.shape[0] % 16
-    if pad:  # zero token rows up to a multiple of 16 change no other row
+    if pad:  # M to a multiple of 16 (one aligned path for every size); zero rows change no other row
         x8 = torch.cat([x8, torch.zeros(pad, x8.shape[1], dtype=x8.dtype, device=x8.device)])
         sa = torch.cat([sa, torch.ones(pad, sa.shape[1], device=sa.device)])
     one = torch.ones((), device=x8.device)
@@ -113,7 +115,8 @@ def check(dump):
     y = load("y.bf16", np.int16).view(T, N)
     got = wkv_same(x8, sa, w8, sw_t).view(torch.int16)
     diff = (got != y).sum().item()
-    ulps = (got.int() - y.int()).abs().max().item()
+    ordered = [torch.where(v < 0, -(v.int() & 0x7FFF), v.int()) for v in (got, y)]  # bf16 bits in value order
+    ulps = (ordered[0] - ordered[1]).abs().max().item()
     print(f"BENCH torch_same_t{T}_differing {diff}\nBENCH torch_same_t{T}_max_ulps {ulps}")
     print(f"BENCH torch_same_t{T}_equals_dsfold {int(diff == 0)}")
     return diff == 0
@@ -196,6 +199,8 @@ def table(path, res):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--check":
+    if len(sys.argv) > 1 and sys.argv[1] == "--check":
+        if len(sys.argv) < 3:
+            sys.exit("bench_engram_torch.py: --check needs one or more directories from bench_engram T dump DIR")
         sys.exit(0 if all([check(d) for d in sys.argv[2:]]) else 1)
     main()

@@ -36,8 +36,10 @@ typedef struct dsf_bench_lt {
 // Frees what dsf_bench_lt_open made, whether or not it succeeded (each destroy named in the library, if opened).
 static inline void dsf_bench_lt_close(dsf_bench_lt *c) {
     if (c->lib) {
-#define DSF_LT_FREE(f, o) \
-    if (o) ((__typeof__(f) *)dlsym(c->lib, #f))(o)
+#define DSF_LT_FREE(f, o)                               \
+    do {                                                \
+        if (o) ((__typeof__(f) *)dlsym(c->lib, #f))(o); \
+    } while (0)
         DSF_LT_FREE(cublasLtMatmulPreferenceDestroy, c->p);
         DSF_LT_FREE(cublasLtMatrixLayoutDestroy, c->lc);
         DSF_LT_FREE(cublasLtMatrixLayoutDestroy, c->lb);
